@@ -1,0 +1,41 @@
+# rrxe: one entry point for the toolchain, kernel, module, guest image, VM
+# runs and tests.  See README.md.  (The module itself is built by Kbuild:
+# `make module` runs `make -C $KDIR M=$PWD` inside the toolchain root.)
+
+# Driver for `make run` and `make shell`: rxe (the C baseline) or rrxe.
+DRIVER ?= rxe
+# Drivers the VM suites of `make test` run on.
+DRIVERS ?= rxe
+
+.PHONY: all host-deps toolchain kernel guest module run test shell clean
+
+all: module
+
+host-deps:
+	@scripts/host-deps
+
+toolchain: host-deps
+	@scripts/build-toolchain >/dev/null
+
+kernel: host-deps
+	@scripts/build-kernel >/dev/null
+
+guest: host-deps
+	@scripts/build-guest >/dev/null
+
+module: kernel
+	@if [ -x scripts/build-module ]; then scripts/build-module; \
+	else echo "rrxe module: not yet part of the tree"; fi
+
+run: host-deps
+	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)"
+	@DRIVER=$(DRIVER) RUN_NAME=main-job qemu/run-pair qemu/main-job.sh qemu/main-job.sh
+
+test: host-deps
+	@DRIVERS="$(DRIVERS)" tests/run
+
+shell: host-deps
+	@DRIVER=$(DRIVER) qemu/shell
+
+clean:
+	rm -rf build results

@@ -1,0 +1,129 @@
+# Helpers for test scripts running inside a guest; sourced before the script.
+# Environment: VM (1 or 2), DRIVER (rxe or rrxe), MY_IP, PEER_IP.
+# Test scripts report each case with `ok NAME` / `not ok NAME` lines, which
+# the host counts.
+
+IBDEV=${DRIVER}0
+
+# Print a TAP-like result line for one case and remember failures.
+FAILED=0
+ok() { echo "ok $*"; }
+not_ok() { echo "not ok $*"; FAILED=$((FAILED + 1)); }
+
+# check NAME CMD...: run CMD in this shell (so `wait PID` works), show its
+# output indented, and report ok if it exits 0.
+check() {
+	local name=$1 log rc
+	shift
+	echo "# $name: $*"
+	log=$(mktemp)
+	"$@" >"$log" 2>&1
+	rc=$?
+	sed 's/^/    /' "$log"
+	rm -f "$log"
+	if [ "$rc" -eq 0 ]; then
+		ok "$name"
+	else
+		echo "    (exit status $rc)"
+		not_ok "$name"
+	fi
+}
+
+# The script's exit status: non-zero when any case failed.
+finish() { [ "$FAILED" -eq 0 ]; }
+
+# Load the selected driver and bind it to eth0 the way a user would.
+rdma_up() {
+	local dev=${1:-eth0}
+	case $DRIVER in
+	rxe) modprobe rdma_rxe || return 1 ;;
+	rrxe) modprobe rrxe || return 1 ;;
+	*) echo "unknown DRIVER=$DRIVER" >&2; return 1 ;;
+	esac
+	modprobe ib_uverbs
+	modprobe rdma_ucm
+	rdma link add "$IBDEV" type "$DRIVER" netdev "$dev" || return 1
+	wait_port_active "$IBDEV"
+}
+
+# wait_port_active DEV [SECONDS]: wait until port 1 of DEV is ACTIVE.
+wait_port_active() {
+	local dev=$1 tries=$((${2:-30} * 5))
+	while [ "$tries" -gt 0 ]; do
+		grep -q ACTIVE "/sys/class/infiniband/$dev/ports/1/state" 2>/dev/null && return 0
+		sleep 0.2
+		tries=$((tries - 1))
+	done
+	echo "port 1 of $dev is not ACTIVE" >&2
+	return 1
+}
+
+# gid_index DEV ADDR: the GID table index of a RoCEv2 GID for an IPv4 address.
+gid_index() {
+	local dev=$1 ip=$2 f hex
+	hex=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$ip" | tr . ' '))
+	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		if [ "$(cat "$f")" = "$hex" ] &&
+			[ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null)" = "RoCE v2" ]; then
+			echo "${f##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# retry SECONDS CMD...: rerun CMD until it succeeds (e.g. a client whose
+# server is not listening yet) or SECONDS pass.
+retry() {
+	local deadline=$(($(date +%s) + $1)) rc
+	shift
+	while :; do
+		"$@" && return 0
+		rc=$?
+		[ "$(date +%s)" -ge "$deadline" ] && return "$rc"
+		sleep 1
+	done
+}
+
+# wait_tcp IP PORT [SECONDS]: wait until a TCP server accepts on IP:PORT.
+wait_tcp() {
+	retry "${3:-60}" bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null
+}
+
+# barrier NAME [SECONDS]: meet the peer VM at a named point (both VMs call it).
+# VM 1 listens, VM 2 connects; each barrier uses its own port.
+BARRIER_PORT=7000
+barrier() {
+	local port=$BARRIER_PORT
+	BARRIER_PORT=$((BARRIER_PORT + 1))
+	if [ "$VM" = 1 ]; then
+		timeout "${2:-120}" python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept(); c.recv(1)' "$port"
+	else
+		retry "${2:-120}" python3 -c '
+import socket, sys
+socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).send(b"x")' \
+			"$PEER_IP" "$port" 2>/dev/null
+	fi
+}
+
+# client_retry SECONDS CMD...: run a client, rerunning it while it fails only
+# because its server is not listening yet; any other failure is final.
+client_retry() {
+	local deadline=$(($(date +%s) + $1)) log rc
+	shift
+	log=$(mktemp)
+	while :; do
+		"$@" >"$log" 2>&1
+		rc=$?
+		if [ "$rc" -eq 0 ] || [ "$(date +%s)" -ge "$deadline" ] ||
+			! grep -qE "Couldn't connect|Connection refused|REJECTED|UNREACHABLE" "$log"; then
+			cat "$log"
+			rm -f "$log"
+			return "$rc"
+		fi
+		sleep 1
+	done
+}
