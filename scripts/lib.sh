@@ -34,3 +34,11 @@ key_of() {
 need_host_tool() {
 	command -v "$1" >/dev/null 2>&1 || die "missing host tool '$1' (run: make host-deps)"
 }
+
+# cache_lock NAME: serialise builders of one cache entry across processes
+# (held until the calling script exits).
+cache_lock() {
+	mkdir -p "$RRXE_CACHE"
+	exec 9>"$RRXE_CACHE/.lock-$1"
+	flock 9
+}
