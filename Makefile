@@ -5,7 +5,7 @@
 # Driver for `make run` and `make shell`: rxe (the C baseline) or rrxe.
 DRIVER ?= rxe
 # Drivers the VM suites of `make test` run on.
-DRIVERS ?= rxe
+DRIVERS ?= rxe rrxe
 
 .PHONY: all host-deps toolchain kernel guest module run test shell clean
 

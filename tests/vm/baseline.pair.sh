@@ -2,6 +2,7 @@
 # the RoCEv2 GIDs, RC ping-pong with data validation at three sizes, rping
 # with verification, and a clean teardown.  Both VMs run this script; VM 1
 # serves, VM 2 is the client.
+# drivers: rxe
 
 check "link-add-vm$VM" rdma_up
 

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Per-device state of an rrxe device.
+
+use crate::{
+    net,
+    rdma::{
+        attr::DeviceAttr,
+        port::Mtu,
+        Gid,
+        Guid, //
+    },
+};
+use kernel::{
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    }, //
+};
+
+use super::{
+    hw_counters::{
+        Counter,
+        Counters, //
+    },
+    mtu::active_mtu,
+    param, //
+};
+
+/// Length of an Ethernet address.
+const ETH_ALEN: usize = 6;
+
+/// The state of one rrxe device, kept inside its `struct ib_device`.
+pub(crate) struct RrxeDev {
+    /// Source of the GUIDs and of `query_gid`: the net device's MAC, or a
+    /// random locally administered address for net devices without one.
+    raw_gid: [u8; ETH_ALEN],
+    /// Attributes reported by `query_device`.
+    attr: DeviceAttr,
+    /// Active path MTU in bytes, following the net device MTU.
+    active_mtu: Atomic<u32>,
+    /// Port hardware counters.
+    pub(crate) counters: Counters,
+}
+
+impl RrxeDev {
+    /// Creates the state of a device on top of `ndev`.
+    pub(crate) fn new(ndev: &net::Device) -> impl PinInit<Self, Error> {
+        let mut raw_gid = [0u8; ETH_ALEN];
+        if ndev.hw_addr(&mut raw_gid) == 0 {
+            // Connection management needs a unique GID even without a MAC (e.g. `tun`).
+            raw_gid = net::random_ether_addr();
+        }
+        let guid = Guid::from_eui48(&raw_gid);
+        let mtu = active_mtu(ndev.mtu()).bytes();
+        try_init!(Self {
+            raw_gid,
+            attr: param::device_attr(guid),
+            active_mtu: Atomic::new(mtu),
+            counters: Counters::new(),
+        })
+    }
+
+    /// The node GUID: the EUI-64 of the MAC address.
+    pub(crate) fn node_guid(&self) -> Guid {
+        Guid::from_eui48(&self.raw_gid)
+    }
+
+    /// The device attributes.
+    pub(crate) fn attr(&self) -> &DeviceAttr {
+        &self.attr
+    }
+
+    /// The value `query_gid` reports: the MAC in the first six bytes.
+    pub(crate) fn raw_gid(&self) -> Gid {
+        let mut gid = Gid::default();
+        gid.0[..ETH_ALEN].copy_from_slice(&self.raw_gid);
+        gid
+    }
+
+    /// The current active path MTU of the port.
+    pub(crate) fn active_mtu(&self) -> Mtu {
+        Mtu::at_most(self.active_mtu.load(Relaxed)).unwrap_or(Mtu::Mtu256)
+    }
+
+    /// Follows a change of the net device MTU.
+    pub(crate) fn set_netdev_mtu(&self, netdev_mtu: u32) {
+        self.active_mtu
+            .store(active_mtu(netdev_mtu).bytes(), Relaxed);
+    }
+
+    /// Counts a transition of the port to down.
+    pub(crate) fn count_link_down(&self) {
+        self.counters.inc(Counter::LinkDowned);
+    }
+}

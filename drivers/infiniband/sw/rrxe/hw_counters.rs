@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Port hardware counters (sysfs `ports/1/hw_counters/`, `rdma statistic`).
+//!
+//! Same names and order as the C driver (`rxe_hw_counters.c`), so that
+//! tools comparing the two see the same files.
+
+use crate::rdma::hw_counters::StatDesc;
+use kernel::prelude::*;
+use kernel::sync::atomic::{
+    Atomic,
+    Relaxed, //
+};
+
+/// A counter; the discriminant is its index in [`DESCS`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[expect(dead_code, reason = "counted by the data path, which later issues add")]
+pub(crate) enum Counter {
+    /// Packets sent.
+    SentPkts,
+    /// Packets received and accepted.
+    RcvdPkts,
+    /// Duplicate requests received.
+    DuplicateRequest,
+    /// Requests received out of sequence.
+    OutOfSeqRequest,
+    /// RNR NAKs received.
+    RcvdRnrErr,
+    /// RNR NAKs sent.
+    SendRnrErr,
+    /// PSN sequence error NAKs received.
+    RcvdSeqErr,
+    /// ACKs deferred to the sender task.
+    AckDeferred,
+    /// Transport retries exhausted.
+    RetryExceededErr,
+    /// RNR retries exhausted.
+    RetryRnrExceededErr,
+    /// Retransmissions started by the completer.
+    CompleterRetryErr,
+    /// Packets that could not be sent.
+    SendErr,
+    /// Transitions of the port to down.
+    LinkDowned,
+    /// SEND requests sent.
+    RdmaSends,
+    /// SEND requests received.
+    RdmaRecvs,
+    /// Bytes sent.
+    SentBytes,
+    /// Bytes received.
+    RcvdBytes,
+}
+
+/// Number of counters.
+pub(crate) const NUM: usize = 17;
+
+/// Counter names, indexed by [`Counter`].
+pub(crate) const DESCS: &[StatDesc; NUM] = &[
+    StatDesc::new(c"sent_pkts"),
+    StatDesc::new(c"rcvd_pkts"),
+    StatDesc::new(c"duplicate_request"),
+    StatDesc::new(c"out_of_seq_request"),
+    StatDesc::new(c"rcvd_rnr_err"),
+    StatDesc::new(c"send_rnr_err"),
+    StatDesc::new(c"rcvd_seq_err"),
+    StatDesc::new(c"ack_deferred"),
+    StatDesc::new(c"retry_exceeded_err"),
+    StatDesc::new(c"retry_rnr_exceeded_err"),
+    StatDesc::new(c"completer_retry_err"),
+    StatDesc::new(c"send_err"),
+    StatDesc::new(c"link_downed"),
+    StatDesc::new(c"rdma_sends"),
+    StatDesc::new(c"rdma_recvs"),
+    StatDesc::new(c"sent_bytes"),
+    StatDesc::new(c"rcvd_bytes"),
+];
+
+/// The counters of one port.
+pub(crate) struct Counters([Atomic<u64>; NUM]);
+
+impl Counters {
+    /// Creates counters that are all zero.
+    pub(crate) const fn new() -> Self {
+        Self([const { Atomic::new(0) }; NUM])
+    }
+
+    /// Adds `n` to counter `c`.
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        // CAST: the discriminants are the indices `0..NUM`.
+        self.0[c as usize].add(n, Relaxed);
+    }
+
+    /// Adds one to counter `c`.
+    pub(crate) fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    /// Copies the counters to `values` and returns how many were copied.
+    pub(crate) fn read(&self, values: &mut [u64]) -> usize {
+        let mut n = 0;
+        for (v, c) in values.iter_mut().zip(&self.0) {
+            *v = c.load(Relaxed);
+            n += 1;
+        }
+        n
+    }
+}
+
+#[kunit_tests(rrxe_hw_counters)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_counter_is_last_desc() {
+        // CAST: the discriminants are the indices `0..NUM`.
+        assert_eq!(Counter::RcvdBytes as usize, NUM - 1);
+    }
+
+    #[test]
+    fn read_copies_in_order() {
+        let c = Counters::new();
+        c.inc(Counter::LinkDowned);
+        c.add(Counter::SentBytes, 4096);
+        let mut v = [u64::MAX; NUM];
+        assert_eq!(c.read(&mut v), NUM);
+        assert_eq!(v[Counter::LinkDowned as usize], 1);
+        assert_eq!(v[Counter::SentBytes as usize], 4096);
+        assert_eq!(v[Counter::SentPkts as usize], 0);
+
+        // A shorter buffer gets a prefix.
+        let mut short = [0u64; 3];
+        assert_eq!(c.read(&mut short), 3);
+    }
+}

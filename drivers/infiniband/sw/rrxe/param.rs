@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Device and port limits.
+//!
+//! The numbers are those of the C driver (`drivers/infiniband/sw/rxe/rxe_param.h`
+//! in Linux 7.2), so that rdma-core's rxe provider and its users see the same
+//! device.  Capability *flags* are only advertised once the feature works in
+//! rrxe; see [`DEVICE_CAP_FLAGS`].
+
+use crate::rdma::{
+    attr::{
+        AtomicCap,
+        DeviceAttr,
+        DeviceCapFlags,
+        KernelCapFlags, //
+    },
+    port::{
+        cap,
+        width,
+        Mtu,
+        PhysState,
+        PortAttr,
+        PortState, //
+    },
+    Guid,
+};
+
+/// Version of the rxe user ABI (`RXE_UVERBS_ABI_VERSION`).
+pub(crate) const UVERBS_ABI_VERSION: u32 = 2;
+
+/// Headroom between the net device MTU and the RoCE path MTU, in bytes:
+/// Ethernet/IP/UDP headers plus BTH, the largest extension headers and ICRC
+/// (`RXE_MAX_HDR_LENGTH`).
+pub(crate) const MAX_HDR_LENGTH: u32 = 80;
+
+/// Objects of each kind (QPs, CQs, PDs, ...), before index reservations.
+const DEFAULT_MAX_VALUE: i32 = 1 << 20;
+/// Scatter/gather entries per work request.
+pub(crate) const MAX_SGE: i32 = 32;
+/// First QP index; 0 and 1 are the special QPs, the rest of the range is reserved.
+const MIN_QP_INDEX: i32 = 16;
+/// First SRQ index.
+const MIN_SRQ_INDEX: i32 = 0x0002_0001;
+/// Last MR index; MW indices follow.
+const MAX_MR_INDEX: i32 = DEFAULT_MAX_VALUE >> 1;
+/// First MR index.
+const MIN_MR_INDEX: i32 = 1;
+/// First MW index.
+const MIN_MW_INDEX: i32 = MAX_MR_INDEX + 1;
+/// Log2 of the CQ size limit.
+const MAX_LOG_CQE: u32 = 15;
+/// IEEE OUI reported as vendor id (IBTA Vol 1 §A3.3.1: none assigned).
+const VENDOR_ID: u32 = 0x00ff_ffff;
+
+/// Device capabilities advertised by rrxe.
+///
+/// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
+/// UD_AV_PORT_ENFORCE, RC_RNR_NAK_GEN, SRQ_RESIZE, MEM_MGT_EXTENSIONS,
+/// MEM_WINDOW(_TYPE_2B), FLUSH_GLOBAL/PERSISTENT and ATOMIC_WRITE; those
+/// are added here together with the QP, SRQ, MR and MW support they
+/// describe.
+pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
+    .union(DeviceCapFlags::BAD_QKEY_CNTR)
+    .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
+    .union(DeviceCapFlags::SYS_IMAGE_GUID);
+
+/// Number of GID table entries of the port.
+pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;
+/// Number of P_Key table entries: only the default P_Key.
+pub(crate) const PORT_PKEY_TBL_LEN: u16 = 1;
+/// The default (full-member) P_Key (IBTA Vol 1 §10.9.1.2).
+pub(crate) const DEFAULT_PKEY_FULL: u16 = 0xffff;
+/// GID subnet prefix: link-local `fe80::/64`.
+pub(crate) const PORT_SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// The device attributes of a device whose system image GUID is
+/// `sys_image_guid`.
+pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
+    DeviceAttr {
+        sys_image_guid,
+        max_mr_size: u64::MAX,
+        page_size_cap: 0xffff_f000,
+        vendor_id: VENDOR_ID,
+        max_qp: DEFAULT_MAX_VALUE - MIN_QP_INDEX,
+        max_qp_wr: DEFAULT_MAX_VALUE,
+        device_cap_flags: DEVICE_CAP_FLAGS,
+        kernel_cap_flags: KernelCapFlags::ALLOW_USER_UNREG,
+        max_send_sge: MAX_SGE,
+        max_recv_sge: MAX_SGE,
+        max_sge_rd: 32,
+        max_cq: DEFAULT_MAX_VALUE,
+        max_cqe: (1 << MAX_LOG_CQE) - 1,
+        max_mr: MAX_MR_INDEX - MIN_MR_INDEX,
+        max_pd: DEFAULT_MAX_VALUE,
+        max_qp_rd_atom: 128,
+        max_res_rd_atom: 0x3f000,
+        max_qp_init_rd_atom: 128,
+        // No atomics yet (the C driver: `IB_ATOMIC_HCA`).
+        atomic_cap: AtomicCap::None,
+        max_mw: DEFAULT_MAX_VALUE - MIN_MW_INDEX,
+        max_mcast_grp: 8192,
+        max_mcast_qp_attach: 56,
+        max_total_mcast_qp_attach: 0x70000,
+        max_ah: (1 << 15) - 1,
+        max_srq: DEFAULT_MAX_VALUE - MIN_SRQ_INDEX,
+        max_srq_wr: DEFAULT_MAX_VALUE,
+        max_srq_sge: 27,
+        max_fast_reg_page_list_len: 512,
+        max_pkeys: 64,
+        local_ca_ack_delay: 15,
+        ..DeviceAttr::default()
+    }
+}
+
+/// The port attributes that do not depend on the net device.
+pub(crate) fn port_attr(active_mtu: Mtu) -> PortAttr {
+    PortAttr {
+        subnet_prefix: PORT_SUBNET_PREFIX,
+        state: PortState::Down,
+        max_mtu: Mtu::Mtu4096,
+        active_mtu,
+        gid_tbl_len: PORT_GID_TBL_LEN,
+        port_cap_flags: cap::CM_SUP,
+        max_msg_sz: 1 << 31,
+        pkey_tbl_len: PORT_PKEY_TBL_LEN,
+        max_vl_num: 1,
+        active_width: width::X1,
+        active_speed: 1,
+        phys_state: PhysState::Polling,
+        ..PortAttr::default()
+    }
+}

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! rrxe: a software RoCEv2 provider, the Rust peer of `rdma_rxe`.
+//!
+//! `rdma link add NAME type rrxe netdev DEV` creates a device bound to the
+//! Ethernet device `DEV` that rdma-core's stock `rxe` provider drives.
+
+mod device;
+mod hw_counters;
+mod link;
+mod mtu;
+mod net;
+mod param;
+mod verbs;
+
+use crate::{
+    net::notifier,
+    rdma::{
+        device::DriverRegistration,
+        link as rdma_link, //
+    },
+};
+use kernel::prelude::*;
+
+/// The module state.
+///
+/// Fields are dropped in declaration order, which is the teardown order at
+/// unload: no new links, then every device unregistered, then no more net
+/// device events.
+#[pin_data]
+pub(crate) struct RrxeModule {
+    #[pin]
+    link: rdma_link::Registration<link::RrxeLink>,
+    devices: DriverRegistration<verbs::Rrxe>,
+    #[pin]
+    netdev_events: notifier::Registration<net::NetEvents>,
+}
+
+impl kernel::InPlaceModule for RrxeModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            netdev_events <- notifier::Registration::new(try_init!(net::NetEvents {})),
+            devices: DriverRegistration::new(),
+            link <- rdma_link::Registration::new(),
+        })
+    }
+}

@@ -1,0 +1,751 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices (`struct ib_device`) of a Rust provider.
+//!
+//! A provider implements [`Driver`]. Its ops table ([`Driver`]'s `#[vtable]`
+//! turned into a `const struct ib_device_ops`) is built at compile time, and
+//! its per-device state ([`Driver::Data`]) lives in the same allocation as
+//! the `struct ib_device`, right after it.
+//!
+//! Life cycle:
+//!
+//! 1. [`UnregisteredDevice::new`] allocates the device and initialises the
+//!    driver's state in place; dropping it frees both.
+//! 2. [`UnregisteredDevice::register`] binds a net device to a port and
+//!    registers the device; from then on the RDMA core owns it.
+//! 3. Any unregistration (`rdma link delete`, [`RegisteredDevice::unregister_queued`],
+//!    [`DriverRegistration`] going away at module unload) drops the driver's
+//!    state from `dealloc_driver` and frees the device.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings, net,
+    rdma::{
+        attr::DeviceAttr,
+        hw_counters::{
+            self,
+            StatDesc, //
+        },
+        pd::Pd,
+        port::{
+            LinkLayer,
+            PortAttr,
+            PortImmutable,
+            PortState, //
+        },
+        ucontext::Ucontext,
+        udata::Udata,
+        DriverId,
+        Gid,
+        Guid, //
+    },
+};
+use core::{
+    marker::PhantomData,
+    ops::Deref,
+    ptr::{
+        self,
+        NonNull, //
+    },
+};
+use kernel::{
+    error::{
+        from_result,
+        to_result,
+        VTABLE_DEFAULT_ERROR, //
+    },
+    prelude::*,
+    sync::aref::ARef,
+    types::Opaque,
+    ThisModule, //
+};
+
+/// A provider driver: the device operations and the types of the state it
+/// keeps in objects the RDMA core allocates.
+///
+/// Every method receives the device it is called for. Optional methods that a
+/// driver does not implement leave the corresponding `ib_device_ops` entry
+/// NULL, and the RDMA core treats the operation as unsupported.
+#[vtable]
+pub trait Driver: Sized + 'static {
+    /// Per-device state, stored in the `struct ib_device` allocation.
+    type Data: Send + Sync;
+    /// Per-user-context state, stored in the `struct ib_ucontext` allocation.
+    type UcontextData: Send + Sync;
+    /// Per-protection-domain state, stored in the `struct ib_pd` allocation.
+    type PdData: Send + Sync;
+
+    /// The driver id user space matches its provider on.
+    const DRIVER_ID: DriverId;
+    /// Version of the driver's uverbs ABI (the provider library checks it).
+    const UVERBS_ABI_VER: u32;
+    /// The module that implements the driver (`THIS_MODULE`).
+    const OWNER: &'static ThisModule;
+
+    /// Reports the device attributes.
+    ///
+    /// `udata` is `None` for kernel callers.
+    fn query_device(dev: &Device<Self>, udata: Option<&Udata>) -> Result<DeviceAttr>;
+
+    /// Reports the attributes of port `port` (numbered from 1).
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
+
+    /// Reports the immutable attributes of port `port`.
+    fn get_port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// Returns the link layer of port `port`.
+    fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Returns entry `index` of the P_Key table of port `port`.
+    fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Returns entry `index` of the GID table of port `port`.
+    fn query_gid(_dev: &Device<Self>, _port: u32, _index: i32) -> Result<Gid> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called once the device is registered and visible to clients.
+    fn enable_driver(_dev: &Device<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the state of a new user context.
+    fn alloc_ucontext(
+        dev: &Device<Self>,
+        udata: Option<&Udata>,
+    ) -> impl PinInit<Self::UcontextData, Error>;
+
+    /// Creates the state of a new protection domain.
+    ///
+    /// `udata` is `None` for kernel callers.
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&Udata>) -> impl PinInit<Self::PdData, Error>;
+
+    /// Returns the descriptions of the hardware counters of port `port`.
+    ///
+    /// The RDMA core reads their values with [`Driver::get_hw_stats`].
+    fn alloc_hw_port_stats(_dev: &Device<Self>, _port: u32) -> Result<&'static [StatDesc]> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Fills `values` (one per counter of [`Driver::alloc_hw_port_stats`]) and
+    /// returns how many were filled.
+    fn get_hw_stats(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A device of driver `T`: the C `struct ib_device` followed by the driver's
+/// state.
+///
+/// # Invariants
+///
+/// - `ib` is at offset 0 and is a valid `struct ib_device` allocated by
+///   `_ib_alloc_device` with `size_of::<Self>()` bytes.
+/// - `data` is initialised for as long as a reference to `Self` exists; it is
+///   dropped in `dealloc_driver`, which the RDMA core calls last.
+#[repr(C)]
+pub struct Device<T: Driver> {
+    ib: Opaque<bindings::ib_device>,
+    data: T::Data,
+}
+
+// SAFETY: The C part is synchronised by the RDMA core, and `T::Data` is `Send`.
+unsafe impl<T: Driver> Send for Device<T> {}
+
+// SAFETY: The C part is synchronised by the RDMA core, and `T::Data` is `Sync`.
+unsafe impl<T: Driver> Sync for Device<T> {}
+
+impl<T: Driver> Device<T> {
+    /// Size of the allocation, checked against the allocator's guarantees.
+    const SIZE: usize = {
+        assert!(core::mem::offset_of!(Self, ib) == 0);
+        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// Returns a reference to the device that contains `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to the `ib_device` of a `Device<T>` whose data is
+    /// initialised, and the device must stay valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // CAST: `ib` is the first field of the `#[repr(C)]` struct `Self`.
+        // SAFETY: Valid for `'a` by the safety requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// Returns the C device.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// Returns whether `ptr` is a device of driver `T`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a valid `struct ib_device`.
+    unsafe fn is_ours(ptr: *mut bindings::ib_device) -> bool {
+        // SAFETY: `ptr` is valid by the safety requirements; the ops are not changed after
+        // registration.
+        let dealloc = unsafe { (*ptr).ops.dealloc_driver };
+        let ours: unsafe extern "C" fn(*mut bindings::ib_device) =
+            OpsTable::<T>::dealloc_driver_callback;
+        dealloc.is_some_and(|f| ptr::fn_addr_eq(f, ours))
+    }
+
+    /// Returns the embedded `struct device`, for `dev_*!` printing.
+    pub fn as_dev(&self) -> &kernel::device::Device {
+        // SAFETY: `dev` is initialised by `_ib_alloc_device` and lives as long as `self`.
+        unsafe { kernel::device::Device::from_raw(bindings::ib_device_dev(self.as_raw())) }
+    }
+
+    /// Returns the net device bound to port `port`, if any.
+    pub fn netdev(&self, port: u32) -> Option<ARef<net::Device>> {
+        // SAFETY: `self.ib` is valid by the type invariant.
+        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
+        // SAFETY: `ib_device_get_netdev` returns NULL or a net device with a reference taken
+        // for the caller, which the `ARef` now owns.
+        NonNull::new(ndev).map(|p| unsafe { ARef::from_raw(p.cast::<net::Device>()) })
+    }
+
+    /// Returns the speed and width of Ethernet port `port`, as
+    /// `(enum ib_port_speed, enum ib_port_width)`.
+    ///
+    /// Takes the RTNL lock.
+    pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let mut speed = 0u16;
+        let mut width = 0u8;
+        // SAFETY: `self.ib` is valid; the out pointers are valid for writes.
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width)
+        })?;
+        Ok((speed, width))
+    }
+
+    /// Reports the state of `netdev`'s port to the RDMA core's clients as a
+    /// `PORT_ACTIVE` or `PORT_ERR` event, unless the last event reported the
+    /// same state.
+    pub fn dispatch_port_state_event(&self, netdev: &net::Device) {
+        // SAFETY: Both pointers are valid by the type invariants.
+        unsafe { bindings::ib_dispatch_port_state_event(self.as_raw(), netdev.as_raw()) };
+    }
+}
+
+impl<T: Driver> Deref for Device<T> {
+    type Target = T::Data;
+
+    fn deref(&self) -> &T::Data {
+        &self.data
+    }
+}
+
+/// The current state of a port bound to `netdev`: active when the net device
+/// is running and has carrier (`ib_get_curr_port_state`).
+pub fn port_state_of(netdev: &net::Device) -> PortState {
+    // SAFETY: `netdev` is valid by its type invariant.
+    PortState::from_raw(unsafe { bindings::ib_get_curr_port_state(netdev.as_raw()) })
+}
+
+/// Commands of the legacy uverbs `write()` interface a device can enable on
+/// top of the RDMA core's default set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum UverbsCmd {
+    /// `IB_USER_VERBS_CMD_POST_SEND` (rdma-core's rxe provider rings its send
+    /// doorbell with it).
+    PostSend,
+    /// `IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`.
+    ReqNotifyCq,
+}
+
+impl UverbsCmd {
+    const fn bit(self) -> u64 {
+        let cmd = match self {
+            Self::PostSend => bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND,
+            Self::ReqNotifyCq => bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+        };
+        1u64 << cmd
+    }
+}
+
+/// A device of driver `T` that is allocated but not registered.
+///
+/// Dropping it frees the device and the driver's state.
+///
+/// # Invariants
+///
+/// `ptr` points to a valid `Device<T>` with initialised data, owned by `self`
+/// (the reference from `_ib_alloc_device`), not registered, whose ops are
+/// those of [`OpsTable<T>`].
+pub struct UnregisteredDevice<T: Driver> {
+    ptr: NonNull<Device<T>>,
+}
+
+impl<T: Driver> UnregisteredDevice<T> {
+    /// Allocates a device and initialises the driver's state in place.
+    pub fn new(data: impl PinInit<T::Data, Error>) -> Result<Self> {
+        // SAFETY: `init_net` is a static that lives forever; `SIZE` is at least the size of
+        // `struct ib_device` (the C struct is the first field).
+        let raw =
+            unsafe { bindings::_ib_alloc_device(Device::<T>::SIZE, &raw mut bindings::init_net) };
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // CAST: `ib` is the first field of the `#[repr(C)]` struct `Device<T>`.
+        let dev = raw.cast::<Device<T>>();
+
+        // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
+        // until it is freed.
+        if let Err(e) = unsafe { data.__pinned_init(&raw mut (*dev.as_ptr()).data) } {
+            // SAFETY: `raw` came from `_ib_alloc_device` and has no ops yet, so
+            // `ib_dealloc_device` does not call `dealloc_driver` on the uninitialised data.
+            unsafe { bindings::ib_dealloc_device(raw.as_ptr()) };
+            return Err(e);
+        }
+
+        // The ops table is copied by `ib_set_device_ops`; only the owner is not a constant.
+        let mut ops = OpsTable::<T>::VTABLE;
+        ops.owner = T::OWNER.as_ptr();
+        // SAFETY: `raw` is valid and not registered. From here on `ib_dealloc_device` drops the
+        // data through `dealloc_driver`, which is correct as the data is initialised.
+        unsafe { bindings::ib_set_device_ops(raw.as_ptr(), &ops) };
+
+        // INVARIANT: The device is valid, initialised, unregistered and owned by `Self`.
+        Ok(Self { ptr: dev })
+    }
+
+    fn ib(&mut self) -> &mut bindings::ib_device {
+        // SAFETY: The device is valid by the type invariant, and nobody else accesses it before
+        // registration.
+        unsafe { &mut *Opaque::cast_into(&raw const (*self.ptr.as_ptr()).ib) }
+    }
+
+    /// Sets the node description (at most 63 bytes are kept).
+    pub fn set_node_desc(&mut self, desc: &CStr) {
+        let ib = self.ib();
+        let bytes = desc.to_bytes();
+        let n = bytes.len().min(ib.node_desc.len() - 1);
+        ib.node_desc.fill(0);
+        for (d, s) in ib.node_desc.iter_mut().zip(&bytes[..n]) {
+            // CAST: a byte of a C string.
+            *d = *s as c_char;
+        }
+    }
+
+    /// Sets the node GUID.
+    pub fn set_node_guid(&mut self, guid: Guid) {
+        self.ib().node_guid = guid.to_be64_raw();
+    }
+
+    /// Makes the device a channel adapter (`RDMA_NODE_IB_CA`) with `ports`
+    /// ports.
+    pub fn set_ca_ports(&mut self, ports: u32) {
+        let ib = self.ib();
+        // CAST: `node_type` is a `u8` holding small enum values.
+        ib.node_type = bindings::RDMA_NODE_IB_CA as u8;
+        ib.phys_port_cnt = ports;
+    }
+
+    /// Sets the number of completion vectors.
+    pub fn set_num_comp_vectors(&mut self, n: u32) {
+        self.ib().num_comp_vectors = i32::try_from(n).unwrap_or(i32::MAX);
+    }
+
+    /// Sets the lkey that gives kernel consumers access to all memory.
+    pub fn set_local_dma_lkey(&mut self, lkey: u32) {
+        self.ib().local_dma_lkey = lkey;
+    }
+
+    /// Enables a legacy uverbs command.
+    pub fn enable_uverbs_cmd(&mut self, cmd: UverbsCmd) {
+        self.ib().uverbs_cmd_mask |= cmd.bit();
+    }
+
+    /// Records that the device name was chosen by the user (as with
+    /// `rdma link add NAME`), so that it is not renamed.
+    pub fn mark_name_assigned_by_user(&mut self) {
+        self.ib().name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
+    }
+
+    /// Binds `netdev` to port `port` and registers the device as `name`.
+    ///
+    /// On success the RDMA core owns the device; it can be found again with
+    /// [`RegisteredDevice::get_by_netdev`].  On failure the device is freed.
+    pub fn register(self, name: &CStr, netdev: &net::Device, port: u32) -> Result {
+        let raw = self.ptr.as_ptr().cast::<bindings::ib_device>();
+        // SAFETY: The device is valid and unregistered; `netdev` is valid. The RDMA core takes
+        // its own reference on the net device.
+        to_result(unsafe { bindings::ib_device_set_netdev(raw, netdev.as_raw(), port) })?;
+        // SAFETY: The device is valid and unregistered; `name` is a valid C string. Passing no
+        // DMA device makes the core use the virtual-address DMA mapping (software device).
+        to_result(unsafe {
+            bindings::ib_register_device(raw, name.as_char_ptr(), ptr::null_mut())
+        })?;
+        // The RDMA core owns the device now: do not free it.
+        core::mem::forget(self);
+        Ok(())
+    }
+}
+
+impl<T: Driver> Deref for UnregisteredDevice<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for UnregisteredDevice<T> {
+    fn drop(&mut self) {
+        // SAFETY: We own the unregistered device; `dealloc_driver` drops the data, then the
+        // memory is released.
+        unsafe { bindings::ib_dealloc_device(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// A registered device of driver `T`, held with a registration reference
+/// (`ib_device_try_get`): while it exists the device stays registered or in
+/// the middle of unregistering, and its driver state stays valid.
+///
+/// # Invariants
+///
+/// `ptr` points to a `Device<T>` on which `self` holds a registration
+/// reference.
+pub struct RegisteredDevice<T: Driver> {
+    ptr: NonNull<Device<T>>,
+}
+
+// SAFETY: The reference can be dropped (`ib_device_put`) from any thread.
+unsafe impl<T: Driver> Send for RegisteredDevice<T> {}
+
+// SAFETY: Only shared access to `Device<T>`, which is `Sync`.
+unsafe impl<T: Driver> Sync for RegisteredDevice<T> {}
+
+impl<T: Driver> RegisteredDevice<T> {
+    /// Returns the registered device of driver `T` bound to `netdev`.
+    pub fn get_by_netdev(netdev: &net::Device) -> Option<Self> {
+        // SAFETY: `netdev` is valid by its type invariant.
+        let raw =
+            unsafe { bindings::ib_device_get_by_netdev(netdev.as_raw(), T::DRIVER_ID.as_raw()) };
+        let raw = NonNull::new(raw)?;
+        // SAFETY: `ib_device_get_by_netdev` returned a device with a registration reference.
+        if !unsafe { Device::<T>::is_ours(raw.as_ptr()) } {
+            // Same driver id, other driver (the C `rdma_rxe`).
+            // SAFETY: We hold the registration reference taken above.
+            unsafe { bindings::ib_device_put(raw.as_ptr()) };
+            return None;
+        }
+        // INVARIANT: The device is ours and we hold a registration reference.
+        Some(Self { ptr: raw.cast() })
+    }
+
+    /// Unregisters the device from a workqueue (safe under RTNL, e.g. from a
+    /// netdev notifier).
+    ///
+    /// Pending unregistrations complete before [`DriverRegistration`] is
+    /// dropped.
+    pub fn unregister_queued(self) {
+        // SAFETY: We hold a registration reference, as `ib_unregister_device_queued` requires;
+        // the device uses `dealloc_driver`.
+        unsafe { bindings::ib_unregister_device_queued(self.ptr.as_ptr().cast()) };
+        // `self` drops the registration reference.
+    }
+}
+
+impl<T: Driver> Deref for RegisteredDevice<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: The registration reference keeps the device and its data valid.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for RegisteredDevice<T> {
+    fn drop(&mut self) {
+        // SAFETY: We hold a registration reference by the type invariant.
+        unsafe { bindings::ib_device_put(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// Owns all devices of driver `T`: dropping it unregisters every remaining
+/// device with `T`'s driver id and waits for pending unregistrations
+/// (`ib_unregister_driver`).
+///
+/// A module that registers devices keeps one of these in its state, so that
+/// no device outlives the module's code.
+pub struct DriverRegistration<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> DriverRegistration<T> {
+    /// Creates the owner of the driver's devices.
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T: Driver> Default for DriverRegistration<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Driver> Drop for DriverRegistration<T> {
+    fn drop(&mut self) {
+        // SAFETY: FFI call; it fences all unregistrations of the driver id.
+        unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.as_raw()) };
+    }
+}
+
+/// The `ib_device_ops` table of driver `T`, built at compile time.
+///
+/// # Callback contract
+///
+/// The RDMA core calls the ops of a device only while the device is valid, and only devices
+/// allocated by [`UnregisteredDevice::new`] carry this table; their data is initialised before
+/// the table is installed and dropped by `dealloc_driver`, the last op called. Hence every
+/// `ib_device` pointer passed to a callback is the `ib` field of a valid `Device<T>` with
+/// initialised data, and the other pointers are valid for the duration of the call as the C
+/// prototypes in `struct ib_device_ops` document.
+pub(crate) struct OpsTable<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> OpsTable<T> {
+    /// The ops; `owner` is filled in at allocation.
+    pub(crate) const VTABLE: bindings::ib_device_ops = bindings::ib_device_ops {
+        driver_id: T::DRIVER_ID.as_raw(),
+        uverbs_abi_ver: T::UVERBS_ABI_VER,
+        query_device: Some(Self::query_device_callback),
+        query_port: Some(Self::query_port_callback),
+        get_port_immutable: Some(Self::get_port_immutable_callback),
+        get_link_layer: if T::HAS_GET_LINK_LAYER {
+            Some(Self::get_link_layer_callback)
+        } else {
+            None
+        },
+        query_pkey: if T::HAS_QUERY_PKEY {
+            Some(Self::query_pkey_callback)
+        } else {
+            None
+        },
+        query_gid: if T::HAS_QUERY_GID {
+            Some(Self::query_gid_callback)
+        } else {
+            None
+        },
+        enable_driver: if T::HAS_ENABLE_DRIVER {
+            Some(Self::enable_driver_callback)
+        } else {
+            None
+        },
+        dealloc_driver: Some(Self::dealloc_driver_callback),
+        alloc_ucontext: Some(Ucontext::<T>::alloc_callback),
+        dealloc_ucontext: Some(Ucontext::<T>::dealloc_callback),
+        alloc_pd: Some(Pd::<T>::alloc_callback),
+        dealloc_pd: Some(Pd::<T>::dealloc_callback),
+        alloc_hw_port_stats: if T::HAS_ALLOC_HW_PORT_STATS {
+            Some(Self::alloc_hw_port_stats_callback)
+        } else {
+            None
+        },
+        get_hw_stats: if T::HAS_GET_HW_STATS {
+            Some(Self::get_hw_stats_callback)
+        } else {
+            None
+        },
+        size_ib_ucontext: Ucontext::<T>::SIZE,
+        size_ib_pd: Pd::<T>::SIZE,
+        // SAFETY: All other fields are pointers, optional callbacks, integers and bitfields,
+        // for which all-zero is valid and means "not provided".
+        ..unsafe { core::mem::MaybeUninit::<bindings::ib_device_ops>::zeroed().assume_init() }
+    };
+
+    /// `query_device` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn query_device_callback(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            let a = T::query_device(dev, udata)?;
+            // SAFETY: `attr` is valid for writes for the call.
+            a.write_raw(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// `query_port` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn query_port_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::query_port(dev, port)?;
+            // SAFETY: `attr` is valid for writes for the call.
+            a.write_raw(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// `get_port_immutable` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn get_port_immutable_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::get_port_immutable(dev, port)?;
+            // SAFETY: `imm` is valid for writes for the call.
+            a.write_raw(unsafe { &mut *imm });
+            Ok(0)
+        })
+    }
+
+    /// `get_link_layer` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn get_link_layer_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: By the callback contract of `OpsTable`.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        T::get_link_layer(dev, port).as_raw()
+    }
+
+    /// `query_pkey` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn query_pkey_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let v = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is valid for writes for the call.
+            unsafe { pkey.write(v) };
+            Ok(0)
+        })
+    }
+
+    /// `query_gid` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn query_gid_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: c_int,
+        gid: *mut bindings::ib_gid,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let v = T::query_gid(dev, port, index)?;
+            // SAFETY: `gid` is valid for writes for the call; `raw` covers the whole union.
+            unsafe { *(*gid).raw.as_mut() = v.0 };
+            Ok(0)
+        })
+    }
+
+    /// `enable_driver` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn enable_driver_callback(ib: *mut bindings::ib_device) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            T::enable_driver(dev)?;
+            Ok(0)
+        })
+    }
+
+    /// `dealloc_driver` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn dealloc_driver_callback(ib: *mut bindings::ib_device) {
+        // CAST: `ib` is the first field of the `#[repr(C)]` struct `Device<T>`.
+        let dev = ib.cast::<Device<T>>();
+        // SAFETY: By the callback contract of `OpsTable`; this is the last op, called once, and
+        // nothing reads the data afterwards.
+        unsafe { ptr::drop_in_place(&raw mut (*dev).data) };
+    }
+
+    /// `alloc_hw_port_stats` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn alloc_hw_port_stats_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: By the callback contract of `OpsTable`.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        match T::alloc_hw_port_stats(dev, port) {
+            Ok(descs) => hw_counters::alloc_stats(descs),
+            Err(_) => ptr::null_mut(),
+        }
+    }
+
+    /// `get_hw_stats` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn get_hw_stats_callback(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            if stats.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `stats` was allocated by `alloc_hw_port_stats_callback`; the RDMA core
+            // holds its lock for the call.
+            let values = unsafe { hw_counters::values(stats) };
+            let n = T::get_hw_stats(dev, port, values)?;
+            Ok(c_int::try_from(n)?)
+        })
+    }
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains (`struct ib_pd`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings,
+    rdma::{
+        device::{
+            Device,
+            Driver, //
+        },
+        udata::Udata, //
+    },
+};
+use core::ops::Deref;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// A protection domain of a device of driver `T`, with the driver's state in
+/// place.
+///
+/// `ib_core` allocates `size_of::<Pd<T>>()` zeroed bytes, fills the C part and
+/// calls `alloc_pd`, which initialises `data`; `data` is dropped in
+/// `dealloc_pd`, before `ib_core` frees the memory.
+///
+/// # Invariants
+///
+/// - `ib` is at offset 0 and is a valid `struct ib_pd` of a device of driver
+///   `T` while a reference to `Self` exists.
+/// - `data` is initialised while a reference to `Self` exists.
+#[repr(C)]
+pub struct Pd<T: Driver> {
+    ib: Opaque<bindings::ib_pd>,
+    data: T::PdData,
+}
+
+impl<T: Driver> Pd<T> {
+    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
+    pub(crate) const SIZE: usize = {
+        assert!(core::mem::offset_of!(Self, ib) == 0);
+        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// Returns the device this protection domain belongs to.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant `ib` is valid and belongs to a device of driver `T`,
+        // which outlives its protection domains.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` must point to the `ib_pd` of a `Pd<T>`.
+    unsafe fn container(ptr: *mut bindings::ib_pd) -> *mut Self {
+        // CAST: `ib` is the first field of the `#[repr(C)]` struct `Self`.
+        ptr.cast()
+    }
+
+    /// `alloc_pd` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a fresh, zeroed protection domain of a device of driver `T` and
+    /// a valid or NULL `udata`.
+    pub(crate) unsafe extern "C" fn alloc_callback(
+        ptr: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ptr` is the `ib_pd` of a `Pd<T>` by the safety requirements.
+            let this = unsafe { Self::container(ptr) };
+            // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call.
+            let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
+            // SAFETY: `udata` is valid or NULL for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            let init = T::alloc_pd(dev, udata);
+            // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
+            // until `ib_core` frees it after `dealloc_callback`. On error `ib_core` frees the
+            // memory without calling `dealloc_callback`.
+            unsafe { init.__pinned_init(&raw mut (*this).data) }?;
+            Ok(0)
+        })
+    }
+
+    /// `dealloc_pd` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` once, for a protection domain whose `alloc_callback` succeeded.
+    pub(crate) unsafe extern "C" fn dealloc_callback(
+        ptr: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `ptr` is the `ib_pd` of a `Pd<T>` by the safety requirements.
+        let this = unsafe { Self::container(ptr) };
+        // SAFETY: `data` was initialised by `alloc_callback` and is dropped only here; nothing
+        // uses the protection domain after this call.
+        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        0
+    }
+}
+
+impl<T: Driver> Deref for Pd<T> {
+    type Target = T::PdData;
+
+    fn deref(&self) -> &Self::Target {
+        &self.data
+    }
+}
