@@ -24,8 +24,7 @@ guest: host-deps
 	@scripts/build-guest >/dev/null
 
 module: kernel
-	@if [ -x scripts/build-module ]; then scripts/build-module; \
-	else echo "rrxe module: not yet part of the tree"; fi
+	@scripts/build-module
 
 run: host-deps
 	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)"

@@ -16,7 +16,10 @@ vm_setup() {
 	GUEST=$("$RRXE_ROOT/scripts/build-guest")
 	RUN=$RESULTS/$(date +%Y%m%d-%H%M%S)-$1-$$
 	mkdir -p "$RUN"
-	MODTREE=$("$RRXE_ROOT/scripts/stage-modules" "$RUN/modtree")
+	# rrxe.ko is staged when any VM of the run uses it.
+	local d=rxe
+	case " $DRIVER ${DRIVER1:-} ${DRIVER2:-} " in *" rrxe "*) d=rrxe ;; esac
+	MODTREE=$(DRIVER=$d "$RRXE_ROOT/scripts/stage-modules" "$RUN/modtree")
 	ln -sfn "$RUN" "$RESULTS/latest"
 }
 
@@ -27,7 +30,9 @@ free_port() {
 # vm_start INDEX SCRIPT ADDR PEER NETDEV_OPTS [EXTRA_APPEND]: boot VM INDEX in
 # the background running SCRIPT; sets VM_PID_<INDEX>.
 vm_start() {
-	local i=$1 script=$2 addr=$3 peer=$4 net=$5 extra=${6:-} dir=$RUN/vm$1
+	local i=$1 script=$2 addr=$3 peer=$4 net=$5 extra=${6:-} dir=$RUN/vm$1 driver
+	# DRIVER1/DRIVER2 give the VMs of a pair different drivers (interop).
+	eval "driver=\${DRIVER$i:-\$DRIVER}"
 	mkdir -p "$dir/in" "$dir/out"
 	cp "$RRXE_ROOT/qemu/guest/init" "$RRXE_ROOT/qemu/guest/lib.sh" "$dir/in/"
 	[ -n "$script" ] && cp "$script" "$dir/in/script"
@@ -35,7 +40,7 @@ vm_start() {
 	local append="console=ttyS0 root=root rootfstype=9p ro init=/sbin/rrxe-init"
 	append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose"
 	append+=" panic=-1 hung_task_timeout_secs=60 kunit.enable=1 kunit.autorun=1"
-	append+=" harness.vm=$i harness.kernel=${KERNEL_FLAVOUR:-debug} harness.driver=$DRIVER harness.addr=$addr harness.peer=$peer $extra"
+	append+=" harness.vm=$i harness.kernel=${KERNEL_FLAVOUR:-debug} harness.driver=$driver harness.addr=$addr harness.peer=$peer $extra"
 	local serial="file:$dir/serial.log"
 	[ -n "${VM_INTERACTIVE:-}" ] && serial=mon:stdio
 	# No LA57: with 5-level paging under TCG, the KASAN kernel sporadically
