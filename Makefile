@@ -27,7 +27,7 @@ module: kernel
 	@scripts/build-module
 
 run: host-deps
-	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)"
+	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)$(if $(filter rxe,$(DRIVER)), (the C driver: rrxe does not carry traffic yet),)"
 	@DRIVER=$(DRIVER) RUN_NAME=main-job qemu/run-pair qemu/main-job.sh qemu/main-job.sh
 
 test: host-deps

@@ -12,7 +12,7 @@ if [ "$VM" = 1 ]; then
 	retry 30 bash -c 'rdma res show cm_id | grep -q LISTEN'
 	barrier rping
 	check "rping-server" wait "$pid"
-	timeout 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 4096 -n 1000 &
+	timeout 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 4096 -n 200 &
 	pid=$!
 	retry 30 bash -c "ss -ltnH 'sport = :18515' | grep -q LISTEN"
 	barrier pingpong
@@ -21,6 +21,6 @@ else
 	barrier rping
 	check "rping-client" timeout 300 rping -c -a "$PEER_IP" -v -V -C 10 -S 64
 	barrier pingpong
-	check "rc-pingpong-client" timeout 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 4096 -n 1000 "$PEER_IP"
+	check "rc-pingpong-client" timeout 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 4096 -n 200 "$PEER_IP"
 fi
 finish

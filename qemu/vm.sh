@@ -68,6 +68,7 @@ vm_follow() {
 	local i=$1 pid
 	eval "pid=\$VM_PID_$i"
 	tail -n +1 -F --pid="$pid" "$RUN/vm$i/out/output.log" 2>/dev/null | sed -u "s/^/[vm$i] /" &
+	eval "FOLLOW_PID_$i=$!"
 }
 
 # Kernel reports that fail a run wherever they appear in a guest's log.
@@ -92,9 +93,9 @@ vm_verdict() {
 		echo "[vm$i] FAIL: kernel reports in dmesg ($dir/reports.txt):"
 		head -n 20 "$dir/reports.txt" | sed "s/^/[vm$i]   /"
 		bad=1
-		echo "not ok dmesg-clean-vm$i" >>"$dir/out/output.log"
+		echo "not ok dmesg-clean-vm$i" | tee -a "$dir/out/output.log" | sed "s/^/[vm$i] /"
 	else
-		echo "ok dmesg-clean-vm$i" >>"$dir/out/output.log"
+		echo "ok dmesg-clean-vm$i" | tee -a "$dir/out/output.log" | sed "s/^/[vm$i] /"
 		rm -f "$dir/reports.txt"
 	fi
 	return $bad
