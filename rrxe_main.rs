@@ -13,6 +13,10 @@
 #[path = "rust/bindings/mod.rs"]
 mod bindings;
 
+/// The CRC library (`crc32_le`), as the kernel crate would export it.
+#[path = "rust/kernel/crc.rs"]
+pub mod crc;
+
 #[path = "rust/kernel/net/mod.rs"]
 pub mod net;
 

@@ -5,7 +5,11 @@
  * What is generated is chosen by rust/bindgen_parameters.
  */
 
+#include <linux/crc32.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <net/net_namespace.h>
+#include <net/udp_tunnel.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>

@@ -14,6 +14,13 @@
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <net/ip6_route.h>
+#include <net/net_namespace.h>
+#include <net/route.h>
+#include <net/netns/generic.h>
+#include <net/sock.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -82,6 +89,158 @@ bool rrxe_helper_is_vlan_dev(const struct net_device *dev)
 	return is_vlan_dev(dev);
 }
 
+struct net_device *rrxe_helper_vlan_dev_real_dev(const struct net_device *dev)
+{
+	return is_vlan_dev(dev) ? vlan_dev_real_dev(dev) : NULL;
+}
+
+/* include/linux/skbuff.h */
+
+unsigned int rrxe_helper_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+unsigned int rrxe_helper_skb_headlen(const struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}
+
+const u8 *rrxe_helper_skb_data(const struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+int rrxe_helper_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+/*
+ * Returns the bytes from the network header up to skb->data, storing their
+ * number in @len, or NULL if the network header is not set or does not lie
+ * between skb->head and skb->data.
+ */
+const u8 *rrxe_helper_skb_network_to_data(const struct sk_buff *skb,
+					  unsigned int *len)
+{
+	int off = skb_network_offset(skb);
+
+	/* An unset network header (~0) lies far after skb->data. */
+	if (off > 0 || -off > skb_headroom(skb))
+		return NULL;
+	*len = -off;
+	return skb_network_header(skb);
+}
+
+u16 rrxe_helper_skb_protocol(const struct sk_buff *skb)
+{
+	return ntohs(skb->protocol);
+}
+
+struct net_device *rrxe_helper_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+void rrxe_helper_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+/* include/net/net_namespace.h, include/net/netns/generic.h */
+
+struct net *rrxe_helper_dev_net(const struct net_device *dev)
+{
+	return dev_net(dev);
+}
+
+void *rrxe_helper_net_generic(const struct net *net, unsigned int id)
+{
+	return net_generic(net, id);
+}
+
+struct net *rrxe_helper_maybe_get_net(struct net *net)
+{
+	return maybe_get_net(net);
+}
+
+struct net *rrxe_helper_get_net(struct net *net)
+{
+	return get_net(net);
+}
+
+void rrxe_helper_put_net(struct net *net)
+{
+	put_net(net);
+}
+
+void rrxe_helper_net_passive_inc(struct net *net)
+{
+	net_passive_inc(net);
+}
+
+void rrxe_helper_net_passive_dec(struct net *net)
+{
+	net_passive_dec(net);
+}
+
+/* include/net/route.h, include/net/ip6_route.h */
+
+/* ip_route_output_key() for UDP from @saddr to @daddr out of @oif. */
+struct rtable *rrxe_helper_ip_route_output_udp(struct net *net, int oif,
+					       __be32 saddr, __be32 daddr)
+{
+	struct flowi4 fl = {
+		.flowi4_oif = oif,
+		.flowi4_proto = IPPROTO_UDP,
+		.saddr = saddr,
+		.daddr = daddr,
+	};
+
+	return ip_route_output_key(net, &fl);
+}
+
+void rrxe_helper_ip_rt_put(struct rtable *rt)
+{
+	ip_rt_put(rt);
+}
+
+/*
+ * ip6_dst_lookup_flow() for UDP from @saddr to @daddr out of @oif; a route
+ * with an error is released and its error returned.
+ */
+struct dst_entry *rrxe_helper_ip6_route_output_udp(struct net *net, int oif,
+						   const u8 *saddr,
+						   const u8 *daddr)
+{
+	struct flowi6 fl6 = {
+		.flowi6_oif = oif,
+		.flowi6_proto = IPPROTO_UDP,
+	};
+	struct dst_entry *dst;
+	int err;
+
+	memcpy(&fl6.saddr, saddr, sizeof(fl6.saddr));
+	memcpy(&fl6.daddr, daddr, sizeof(fl6.daddr));
+	dst = ip6_dst_lookup_flow(net, NULL, &fl6, NULL);
+	if (IS_ERR(dst))
+		return dst;
+	err = dst->error;
+	if (err) {
+		dst_release(dst);
+		return ERR_PTR(err);
+	}
+	return dst;
+}
+
+/* include/linux/net.h */
+
+struct sock *rrxe_helper_socket_sk(const struct socket *sock)
+{
+	return sock->sk;
+}
+
 /* include/linux/etherdevice.h */
 
 void rrxe_helper_eth_random_addr(u8 *addr)
@@ -100,6 +259,25 @@ struct device *rrxe_helper_ib_device_dev(struct ib_device *ibdev)
 enum ib_port_state rrxe_helper_ib_get_curr_port_state(struct net_device *dev)
 {
 	return ib_get_curr_port_state(dev);
+}
+
+/* include/rdma/ib_cache.h */
+
+/*
+ * Returns whether @gid is a RoCEv2 GID of @port bound to @ndev (the GID
+ * table lookup of rdma_find_gid_by_port(), without keeping the entry).
+ */
+bool rrxe_helper_rdma_has_roce_v2_gid(struct ib_device *ibdev, const u8 *gid,
+				       u32 port, struct net_device *ndev)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(ibdev, (const union ib_gid *)gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, port, ndev);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
 }
 
 /* include/rdma/uverbs_ioctl.h */

@@ -95,6 +95,18 @@ impl Device {
         unsafe { bindings::is_vlan_dev(self.as_raw()) }
     }
 
+    /// Returns the real device under a VLAN device (`vlan_dev_real_dev`),
+    /// or `None` if this is not a VLAN device.
+    pub fn vlan_real_dev(&self) -> Option<&Device> {
+        // SAFETY: `self` is valid.
+        let real = unsafe { bindings::vlan_dev_real_dev(self.as_raw()) };
+        if real.is_null() {
+            return None;
+        }
+        // SAFETY: A VLAN device holds a reference on its real device for as long as it exists.
+        Some(unsafe { Device::from_raw(real) })
+    }
+
     /// Returns whether the device is administratively up (`IFF_UP`).
     pub fn is_up(&self) -> bool {
         // SAFETY: `self` is valid.

@@ -5,9 +5,19 @@
 //! Upstream, these modules would join `rust/kernel/net.rs`.
 
 pub mod device;
+pub mod namespace;
 pub mod notifier;
+pub mod pernet;
+pub mod route;
+pub mod skbuff;
+pub mod udp_tunnel;
 
 pub use device::{
     random_ether_addr,
     Device, //
 };
+pub use namespace::{
+    Namespace,
+    PassiveRef, //
+};
+pub use skbuff::SkBuff;

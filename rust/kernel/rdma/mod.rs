@@ -15,6 +15,7 @@
 use kernel::prelude::*;
 
 pub mod attr;
+pub mod cache;
 pub mod device;
 pub mod hw_counters;
 pub mod link;

@@ -27,6 +27,7 @@ use super::{
         Counters, //
     },
     mtu::active_mtu,
+    ns::NsUse,
     param, //
 };
 
@@ -44,6 +45,8 @@ pub(crate) struct RrxeDev {
     active_mtu: Atomic<u32>,
     /// Port hardware counters.
     pub(crate) counters: Counters,
+    /// Keeps the RoCEv2 sockets of the net device's namespace open.
+    _ns: NsUse,
 }
 
 impl RrxeDev {
@@ -56,11 +59,13 @@ impl RrxeDev {
         }
         let guid = Guid::from_eui48(&raw_gid);
         let mtu = active_mtu(ndev.mtu()).bytes();
+        let ns = NsUse::new(ndev);
         try_init!(Self {
             raw_gid,
             attr: param::device_attr(guid),
             active_mtu: Atomic::new(mtu),
             counters: Counters::new(),
+            _ns: ns?,
         })
     }
 

@@ -52,10 +52,28 @@ pub(crate) enum Counter {
     SentBytes,
     /// Bytes received.
     RcvdBytes,
+    // rrxe's own counters, after those of the C driver: received packets
+    // dropped before reaching a QP, by reason.
+    /// UDP payload shorter than a BTH, or UDP length not matching the packet.
+    RcvdDropTruncated,
+    /// BTH transport version not 0.
+    RcvdDropBadTver,
+    /// Unknown or unsupported BTH opcode.
+    RcvdDropBadOpcode,
+    /// Length not matching the opcode's headers, pad and ICRC.
+    RcvdDropBadLength,
+    /// Destination address not a GID of the port.
+    RcvdDropBadDgid,
+    /// Wrong ICRC.
+    RcvdDropBadIcrc,
+    /// Destination QPN 0, or no such QP.
+    RcvdDropBadQpn,
+    /// Other reasons: unsupported IP header, no memory to linearize.
+    RcvdDropOther,
 }
 
 /// Number of counters.
-pub(crate) const NUM: usize = 17;
+pub(crate) const NUM: usize = 25;
 
 /// Counter names, indexed by [`Counter`].
 pub(crate) const DESCS: &[StatDesc; NUM] = &[
@@ -76,6 +94,14 @@ pub(crate) const DESCS: &[StatDesc; NUM] = &[
     StatDesc::new(c"rdma_recvs"),
     StatDesc::new(c"sent_bytes"),
     StatDesc::new(c"rcvd_bytes"),
+    StatDesc::new(c"rcvd_drop_truncated"),
+    StatDesc::new(c"rcvd_drop_bad_tver"),
+    StatDesc::new(c"rcvd_drop_bad_opcode"),
+    StatDesc::new(c"rcvd_drop_bad_length"),
+    StatDesc::new(c"rcvd_drop_bad_dgid"),
+    StatDesc::new(c"rcvd_drop_bad_icrc"),
+    StatDesc::new(c"rcvd_drop_bad_qpn"),
+    StatDesc::new(c"rcvd_drop_other"),
 ];
 
 /// The counters of one port.
@@ -116,7 +142,7 @@ mod tests {
     #[test]
     fn last_counter_is_last_desc() {
         // CAST: the discriminants are the indices `0..NUM`.
-        assert_eq!(Counter::RcvdBytes as usize, NUM - 1);
+        assert_eq!(Counter::RcvdDropOther as usize, NUM - 1);
     }
 
     #[test]

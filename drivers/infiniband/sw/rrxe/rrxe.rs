@@ -9,10 +9,13 @@
 
 mod device;
 mod hw_counters;
+mod icrc;
 mod link;
 mod mtu;
 mod net;
+mod ns;
 mod param;
+mod recv;
 mod verbs;
 
 use crate::{
@@ -34,6 +37,9 @@ pub(crate) struct RrxeModule {
     #[pin]
     link: rdma_link::Registration<link::RrxeLink>,
     devices: DriverRegistration<verbs::Rrxe>,
+    /// Per-namespace RoCEv2 sockets; those still open are closed here.
+    #[pin]
+    namespaces: ns::Registration,
     #[pin]
     netdev_events: notifier::Registration<net::NetEvents>,
 }
@@ -42,6 +48,7 @@ impl kernel::InPlaceModule for RrxeModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             netdev_events <- notifier::Registration::new(try_init!(net::NetEvents {})),
+            namespaces <- ns::Registration::new(),
             devices: DriverRegistration::new(),
             link <- rdma_link::Registration::new(),
         })

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Receive path: RoCEv2 datagrams from the UDP tunnel sockets, in softirq.
+//!
+//! Every check that needs only the packet and the device is made before
+//! anything else happens, in this order, and a failure drops the packet and
+//! counts it under a `rcvd_drop_*` counter of the device:
+//!
+//! 1. the device the packet arrived on (or the real device under a VLAN)
+//!    carries an rrxe device; otherwise the packet is dropped uncounted;
+//! 2. the UDP length matches the datagram, and the payload holds a BTH;
+//! 3. [`parse_packet`]: transport version 0, a known opcode, QPN not 0, a
+//!    length that holds the opcode's headers, pad and ICRC, and no payload
+//!    on opcodes that carry none;
+//! 4. the destination address is a GID of the port (or multicast);
+//! 5. the ICRC;
+//! 6. the destination QP exists ([`lookup_qp`]).
+//!
+//! Only then is the packet counted in `rcvd_pkts` and `rcvd_bytes` (the IP
+//! packet length, as the C driver counts it) and handed to the QP.
+//!
+//! The C driver looks the QP up before it checks the ICRC; rrxe checks the
+//! ICRC first, so that a packet with a wrong ICRC is counted as such
+//! whatever QPN it names.
+
+use crate::{
+    net::{
+        self,
+        skbuff::{
+            ETH_P_IP,
+            ETH_P_IPV6, //
+        },
+        udp_tunnel::EncapRcv,
+        SkBuff,
+    },
+    proto::{
+        self,
+        icrc::UDP_HDR_LEN,
+        packet::parse_packet, //
+    },
+    rdma::{
+        device::{
+            Device,
+            RegisteredDevice, //
+        },
+        Gid, //
+    },
+};
+
+use super::{
+    hw_counters::Counter,
+    icrc::KernelCrc32,
+    verbs::Rrxe, //
+};
+
+/// The port every rrxe device has.
+const PORT: u32 = 1;
+
+/// The encapsulation handler of rrxe's UDP sockets.
+pub(crate) struct Rx;
+
+impl EncapRcv for Rx {
+    fn encap_rcv(ndev: &net::Device, skb: SkBuff) {
+        // Traffic of a VLAN goes to the device of the real device under it.
+        let dev = RegisteredDevice::<Rrxe>::get_by_netdev(ndev).or_else(|| {
+            ndev.vlan_real_dev()
+                .and_then(RegisteredDevice::<Rrxe>::get_by_netdev)
+        });
+        let Some(dev) = dev else {
+            // Not for us: `skb` is dropped.
+            return;
+        };
+        if let Err(reason) = rcv(&dev, ndev, skb) {
+            dev.counters.inc(reason);
+        }
+    }
+}
+
+/// A reference to the QP a packet is for.
+///
+/// QPs do not exist yet, so this type has no values and [`lookup_qp`]
+/// never finds one; the QP layer replaces both.
+pub(crate) enum QpRef {}
+
+/// Finds QP `qpn` of `dev` (QPN 1 is the GSI QP; `0xff_ffff` is multicast).
+pub(crate) fn lookup_qp(_dev: &Device<Rrxe>, _qpn: u32) -> Option<QpRef> {
+    None
+}
+
+/// The drop counter of a protocol-core error.
+fn drop_reason(e: proto::Error) -> Counter {
+    match e {
+        proto::Error::Truncated => Counter::RcvdDropTruncated,
+        proto::Error::BadTransportVersion => Counter::RcvdDropBadTver,
+        proto::Error::UnknownOpcode => Counter::RcvdDropBadOpcode,
+        proto::Error::InvalidQpn => Counter::RcvdDropBadQpn,
+        proto::Error::BadLength => Counter::RcvdDropBadLength,
+        proto::Error::IcrcMismatch => Counter::RcvdDropBadIcrc,
+        _ => Counter::RcvdDropOther,
+    }
+}
+
+/// Validates a datagram and hands it to its QP; on error the datagram has
+/// been dropped and the counter to increment is returned.
+fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Counter> {
+    // Large datagrams arrive in fragments; the checks need them in one piece.
+    skb.linearize().map_err(|_| Counter::RcvdDropOther)?;
+    let ip = skb.network_to_data().ok_or(Counter::RcvdDropOther)?;
+    let data = skb.data();
+    let (udp, roce) = data
+        .split_first_chunk::<UDP_HDR_LEN>()
+        .ok_or(Counter::RcvdDropTruncated)?;
+    // The UDP layer has trimmed the skb to the UDP length; an IPv6 jumbogram
+    // (length 0) is not RoCE.
+    let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    if ulen != data.len() {
+        return Err(Counter::RcvdDropTruncated);
+    }
+
+    let pkt = parse_packet(roce).map_err(drop_reason)?;
+    check_dgid(dev, ndev, skb.protocol(), ip)?;
+    pkt.verify_icrc(&KernelCrc32, ip, udp)
+        .map_err(drop_reason)?;
+    let Some(qp) = lookup_qp(dev, pkt.bth().dest_qpn) else {
+        return Err(Counter::RcvdDropBadQpn);
+    };
+
+    dev.counters.inc(Counter::RcvdPkts);
+    // CAST: lengths of one IP packet fit in a `u64`.
+    dev.counters
+        .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
+    match qp {}
+}
+
+/// Checks that the destination address of the IP header `ip` is multicast
+/// or a RoCEv2 GID of the port on `ndev`.
+fn check_dgid(
+    dev: &Device<Rrxe>,
+    ndev: &net::Device,
+    protocol: u16,
+    ip: &[u8],
+) -> Result<(), Counter> {
+    let mut dgid = Gid::default();
+    match protocol {
+        ETH_P_IP => {
+            let daddr = ip.get(16..20).ok_or(Counter::RcvdDropOther)?;
+            // IPv4-mapped IPv6 address, as in the GID table.
+            dgid.0[10] = 0xff;
+            dgid.0[11] = 0xff;
+            dgid.0[12..].copy_from_slice(daddr);
+            // 224.0.0.0/4.
+            if daddr[0] & 0xf0 == 0xe0 {
+                return Ok(());
+            }
+        }
+        ETH_P_IPV6 => {
+            dgid.0
+                .copy_from_slice(ip.get(24..40).ok_or(Counter::RcvdDropOther)?);
+            // ff00::/8.
+            if dgid.0[0] == 0xff {
+                return Ok(());
+            }
+        }
+        _ => return Err(Counter::RcvdDropOther),
+    }
+    if dev.has_roce_v2_gid(PORT, &dgid, ndev) {
+        Ok(())
+    } else {
+        Err(Counter::RcvdDropBadDgid)
+    }
+}

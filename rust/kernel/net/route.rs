@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Routes for locally generated packets (`struct rtable`, `struct
+//! dst_entry`), as a UDP tunnel's transmit path needs them.
+//!
+//! The RoCEv2 transmit path these serve builds the IP and UDP headers into
+//! the [`super::SkBuff`] itself, computes the ICRC over them, and only then
+//! hands the packet to `ip_local_out`/`ip6_local_out` (neighbour
+//! resolution by the IP stack, DF set on IPv4). `udp_tunnel_xmit_skb`
+//! does not fit: it builds the headers and sends in one step, and the IPv4
+//! identification it picks is covered by the ICRC.
+//!
+//! C headers: [`include/net/route.h`](srctree/include/net/route.h),
+//! [`include/net/ip6_route.h`](srctree/include/net/ip6_route.h)
+
+use crate::{
+    bindings,
+    net::{
+        Device,
+        Namespace, //
+    },
+};
+use core::ptr::NonNull;
+use kernel::{
+    error::from_err_ptr,
+    prelude::*, //
+};
+
+/// An IPv4 route (`struct rtable`) with a reference held.
+///
+/// # Invariants
+///
+/// `rt` is a valid route on which `self` holds one reference.
+pub struct Route4 {
+    rt: NonNull<bindings::rtable>,
+}
+
+// SAFETY: The reference may be dropped on any thread.
+unsafe impl Send for Route4 {}
+
+impl Route4 {
+    /// Looks up the route from `saddr` to `daddr` (network byte order, as
+    /// on the wire) out of `dev`, for UDP (`ip_route_output_key`).
+    ///
+    /// # Errors
+    ///
+    /// `ENETUNREACH`, `EHOSTUNREACH` and the like when there is no route.
+    pub fn output(net: &Namespace, dev: &Device, saddr: [u8; 4], daddr: [u8; 4]) -> Result<Self> {
+        // SAFETY: `net` and `dev` are valid; the addresses are passed by value.
+        let rt = from_err_ptr(unsafe {
+            bindings::ip_route_output_udp(
+                net.as_raw(),
+                dev.ifindex(),
+                u32::from_ne_bytes(saddr),
+                u32::from_ne_bytes(daddr),
+            )
+        })?;
+        // INVARIANT: On success the lookup returned a route with a reference for us.
+        Ok(Self {
+            rt: NonNull::new(rt).ok_or(EINVAL)?,
+        })
+    }
+
+    /// Gives up the reference and returns the C pointer (for functions that
+    /// consume it).
+    #[expect(dead_code, reason = "for the transmit path")]
+    pub(crate) fn into_raw(self) -> *mut bindings::rtable {
+        let rt = self.rt.as_ptr();
+        core::mem::forget(self);
+        rt
+    }
+}
+
+impl Drop for Route4 {
+    fn drop(&mut self) {
+        // SAFETY: We hold one reference by the type invariant.
+        unsafe { bindings::ip_rt_put(self.rt.as_ptr()) };
+    }
+}
+
+/// An IPv6 route (`struct dst_entry`) with a reference held.
+///
+/// # Invariants
+///
+/// `dst` is a valid, usable (no `error`) route on which `self` holds one
+/// reference.
+pub struct Route6 {
+    dst: NonNull<bindings::dst_entry>,
+}
+
+// SAFETY: The reference may be dropped on any thread.
+unsafe impl Send for Route6 {}
+
+impl Route6 {
+    /// Looks up the route from `saddr` to `daddr` out of `dev`, for UDP
+    /// (`ip6_dst_lookup_flow`).
+    ///
+    /// # Errors
+    ///
+    /// `ENETUNREACH`, `EHOSTUNREACH` and the like when there is no route.
+    pub fn output(
+        net: &Namespace,
+        dev: &Device,
+        saddr: &[u8; 16],
+        daddr: &[u8; 16],
+    ) -> Result<Self> {
+        // SAFETY: `net` and `dev` are valid; the addresses point to 16 readable bytes.
+        let dst = from_err_ptr(unsafe {
+            bindings::ip6_route_output_udp(
+                net.as_raw(),
+                dev.ifindex(),
+                saddr.as_ptr(),
+                daddr.as_ptr(),
+            )
+        })?;
+        // INVARIANT: On success the helper returned a usable route with a reference for us.
+        Ok(Self {
+            dst: NonNull::new(dst).ok_or(EINVAL)?,
+        })
+    }
+
+    /// Gives up the reference and returns the C pointer (for functions that
+    /// consume it).
+    #[expect(dead_code, reason = "for the transmit path")]
+    pub(crate) fn into_raw(self) -> *mut bindings::dst_entry {
+        let dst = self.dst.as_ptr();
+        core::mem::forget(self);
+        dst
+    }
+}
+
+impl Drop for Route6 {
+    fn drop(&mut self) {
+        // SAFETY: We hold one reference by the type invariant.
+        unsafe { bindings::dst_release(self.dst.as_ptr()) };
+    }
+}
