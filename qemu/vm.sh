@@ -36,6 +36,9 @@ vm_start() {
 	mkdir -p "$dir/in" "$dir/out"
 	cp "$RRXE_ROOT/qemu/guest/init" "$RRXE_ROOT/qemu/guest/lib.sh" "$dir/in/"
 	[ -n "$script" ] && cp "$script" "$dir/in/script"
+	# VM_FILES: more host files for the guest, found there under /rrxe/in/.
+	local f
+	for f in ${VM_FILES:-}; do cp "$f" "$dir/in/"; done
 	: >"$dir/out/output.log"
 	local append="console=ttyS0 root=root rootfstype=9p ro init=/sbin/rrxe-init"
 	append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose"

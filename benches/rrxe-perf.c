@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe-perf: wall-clock RC throughput and latency over the stock libibverbs.
+ *
+ * perftest times with the CPU cycle counter, which reads zero under QEMU's
+ * TCG; this program times with CLOCK_MONOTONIC instead, so that rrxe and the
+ * C driver can be compared between two TCG guests.  One process is the
+ * server (no host argument), the other the client; they exchange QP numbers,
+ * PSNs, GIDs and buffer keys over TCP, like ibv_rc_pingpong.
+ *
+ *   rrxe-perf -d DEV -g GIDIDX                        (server)
+ *   rrxe-perf -d DEV -g GIDIDX -t TEST -s BYTES -q QPS -n MSGS HOST   (client)
+ *
+ * TEST is write, read or send (throughput: every QP keeps -w messages in
+ * flight until -n messages per QP completed), or lat_send / lat_write
+ * (ping-pong of -s bytes, one message in flight).  The client prints one
+ * line:  RESULT test=.. size=.. qps=.. msgs=.. seconds=.. MBps=.. kmsgps=..
+ * and, for latency tests, usec_median/min/max = half the round trip.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_QPS 64
+
+struct params {		/* sent by the client, in network byte order */
+	uint32_t test, size, qps, msgs, window;
+};
+
+struct qp_info {
+	uint32_t qpn, psn, rkey;
+	uint64_t addr;
+	uint8_t gid[16];
+};
+
+enum { T_WRITE, T_READ, T_SEND, T_LAT_SEND, T_LAT_WRITE };
+static const char *test_names[] = { "write", "read", "send", "lat_send", "lat_write" };
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_mr *mr;
+static struct ibv_qp *qp[MAX_QPS];
+static char *buf;
+static size_t slot;		/* bytes of buffer per QP */
+static struct params p;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "rrxe-perf: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void xfer(int fd, void *data, size_t len, int sending)
+{
+	char *c = data;
+
+	while (len) {
+		ssize_t n = sending ? write(fd, c, len) : read(fd, c, len);
+
+		if (n <= 0)
+			die(sending ? "tcp write" : "tcp read");
+		c += n;
+		len -= n;
+	}
+}
+
+static int tcp_connect(const char *host, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, tries;
+
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "rrxe-perf: bad IPv4 address %s\n", host);
+		exit(1);
+	}
+	for (tries = 0; tries < 600; tries++) {	/* the server may not listen yet */
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			die("socket");
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return fd;
+		close(fd);
+		usleep(100000);
+	}
+	die("connect");
+	return -1;
+}
+
+static int tcp_accept(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, lfd, fd;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0)
+		die("socket");
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1))
+		die("bind/listen");
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		die("accept");
+	close(lfd);
+	return fd;
+}
+
+static void setup(const char *dev, int gid_idx, struct qp_info *mine)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	union ibv_gid gid;
+	uint32_t i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!dev || !strcmp(ibv_get_device_name(list[i]), dev))
+			break;
+	if (!list || !list[i]) {
+		fprintf(stderr, "rrxe-perf: device %s not found\n", dev ? dev : "(any)");
+		exit(1);
+	}
+	ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		die("ibv_open_device");
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		die("ibv_alloc_pd");
+	slot = (size_t)p.size * (p.window ? p.window : 1);
+	slot = (slot + 4095) & ~(size_t)4095;
+	if (posix_memalign((void **)&buf, 4096, slot * p.qps))
+		die("posix_memalign");
+	memset(buf, 0, slot * p.qps);
+	mr = ibv_reg_mr(pd, buf, slot * p.qps, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		die("ibv_reg_mr");
+	cq = ibv_create_cq(ctx, p.qps * (2 * p.window + 2) + 16, NULL, NULL, 0);
+	if (!cq)
+		die("ibv_create_cq");
+	if (ibv_query_gid(ctx, 1, gid_idx, &gid))
+		die("ibv_query_gid");
+	for (i = 0; i < p.qps; i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = p.window + 1, .max_recv_wr = p.window + 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		struct ibv_qp_attr a = {
+			.qp_state = IBV_QPS_INIT, .port_num = 1,
+			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+		};
+
+		qp[i] = ibv_create_qp(pd, &ia);
+		if (!qp[i])
+			die("ibv_create_qp");
+		if (ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			die("modify QP to INIT");
+		mine[i].qpn = htonl(qp[i]->qp_num);
+		mine[i].psn = htonl(lrand48() & 0xffffff);
+		mine[i].rkey = htonl(mr->rkey);
+		mine[i].addr = htobe64((uintptr_t)buf + i * slot);
+		memcpy(mine[i].gid, &gid, 16);
+	}
+}
+
+static void connect_qps(int gid_idx, struct qp_info *mine, struct qp_info *peer)
+{
+	struct ibv_port_attr port;
+	uint32_t i;
+
+	if (ibv_query_port(ctx, 1, &port))
+		die("ibv_query_port");
+	for (i = 0; i < p.qps; i++) {
+		struct ibv_qp_attr a = {
+			.qp_state = IBV_QPS_RTR, .path_mtu = port.active_mtu,
+			.dest_qp_num = ntohl(peer[i].qpn), .rq_psn = ntohl(peer[i].psn),
+			.max_dest_rd_atomic = 16, .min_rnr_timer = 1,
+			.ah_attr = { .is_global = 1, .port_num = 1,
+				     .grh = { .hop_limit = 64, .sgid_index = gid_idx } },
+		};
+
+		memcpy(&a.ah_attr.grh.dgid, peer[i].gid, 16);
+		if (ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			die("modify QP to RTR");
+		a.qp_state = IBV_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.sq_psn = ntohl(mine[i].psn);
+		a.max_rd_atomic = 16;
+		if (ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				  IBV_QP_MAX_QP_RD_ATOMIC))
+			die("modify QP to RTS");
+	}
+}
+
+static void post_recv(uint32_t i, uint32_t n)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf + i * slot + (n % p.window) * p.size,
+			       .length = p.size, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(qp[i], &wr, &bad))
+		die("ibv_post_recv");
+}
+
+/* Post one signaled WR on QP i from local offset loff to remote offset roff. */
+static void post_at(uint32_t i, size_t loff, size_t roff, int op, struct qp_info *peer)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf + i * slot + loff, .length = p.size,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = i, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (op != IBV_WR_SEND) {
+		wr.wr.rdma.remote_addr = be64toh(peer[i].addr) + roff;
+		wr.wr.rdma.rkey = ntohl(peer[i].rkey);
+	}
+	if (ibv_post_send(qp[i], &wr, &bad))
+		die("ibv_post_send");
+}
+
+static void post_send(uint32_t i, uint32_t n, int op, struct qp_info *peer)
+{
+	size_t off = (n % p.window) * p.size;
+
+	post_at(i, off, off, op, peer);
+}
+
+/* Poll one batch; return the completions, fail on any error status. */
+static int poll(struct ibv_wc *wc, int max)
+{
+	int n = ibv_poll_cq(cq, max, wc), k;
+
+	if (n < 0)
+		die("ibv_poll_cq");
+	for (k = 0; k < n; k++)
+		if (wc[k].status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "rrxe-perf: completion error %s (qp %lu)\n",
+				ibv_wc_status_str(wc[k].status), (unsigned long)wc[k].wr_id);
+			exit(1);
+		}
+	return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void run_bw(int client, struct qp_info *peer)
+{
+	static const int ops[] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_SEND };
+	uint32_t posted[MAX_QPS] = { 0 }, done[MAX_QPS] = { 0 }, total = 0, i;
+	struct ibv_wc wc[64];
+	double t0, t;
+	int n, k;
+
+	if (!client) {		/* only SEND needs the server's receives */
+		for (i = 0; i < p.qps; i++)
+			for (posted[i] = 0; posted[i] < p.window && posted[i] < p.msgs; posted[i]++)
+				post_recv(i, posted[i]);
+		while (total < p.qps * p.msgs) {
+			n = poll(wc, 64);
+			for (k = 0; k < n; k++) {
+				i = wc[k].wr_id;
+				done[i]++;
+				total++;
+				if (posted[i] < p.msgs)
+					post_recv(i, posted[i]++);
+			}
+		}
+		return;
+	}
+	t0 = now();
+	for (i = 0; i < p.qps; i++)
+		for (; posted[i] < p.window && posted[i] < p.msgs; posted[i]++)
+			post_send(i, posted[i], ops[p.test], peer);
+	while (total < p.qps * p.msgs) {
+		n = poll(wc, 64);
+		for (k = 0; k < n; k++) {
+			i = wc[k].wr_id;
+			done[i]++;
+			total++;
+			if (posted[i] < p.msgs)
+				post_send(i, posted[i]++, ops[p.test], peer);
+		}
+	}
+	t = now() - t0;
+	printf("RESULT test=%s size=%u qps=%u msgs=%u seconds=%.3f MBps=%.3f kmsgps=%.3f\n",
+	       test_names[p.test], p.size, p.qps, total, t,
+	       (double)total * p.size / t / 1e6, total / t / 1e3);
+}
+
+static void run_lat(int client, struct qp_info *peer)
+{
+	volatile char *mine_last = buf + p.size - 1;
+	double *rtt = calloc(p.msgs, sizeof(double)), t0;
+	struct ibv_wc wc[4];
+	uint32_t it;
+	int got;
+
+	if (!rtt)
+		die("calloc");
+	for (it = 0; it < p.msgs; it++) {
+		char tag = (char)(it % 127 + 1);
+
+		t0 = now();
+		if (p.test == T_LAT_SEND) {
+			post_recv(0, 0);
+			if (client)
+				post_send(0, 0, IBV_WR_SEND, peer);
+			/* client: own send + the echo; server: the ping, then its echo */
+			for (got = 0; got < 1 + client;)
+				got += poll(wc, 4);
+			if (!client) {
+				post_send(0, 0, IBV_WR_SEND, peer);
+				while (!poll(wc, 4))
+					;
+			}
+		} else {
+			/* Write from the second half of the buffer into the peer's
+			 * first half; the peer watches the last byte of its first
+			 * half for this iteration's tag. */
+			buf[2 * p.size - 1] = tag;
+			if (client)
+				post_at(0, p.size, 0, IBV_WR_RDMA_WRITE, peer);
+			while (*mine_last != tag)
+				;
+			if (!client)
+				post_at(0, p.size, 0, IBV_WR_RDMA_WRITE, peer);
+			while (!poll(wc, 4))
+				;
+		}
+		rtt[it] = now() - t0;
+	}
+	if (client) {
+		qsort(rtt, p.msgs, sizeof(double), cmp_double);
+		printf("RESULT test=%s size=%u qps=1 msgs=%u usec_median=%.1f usec_min=%.1f usec_max=%.1f\n",
+		       test_names[p.test], p.size, p.msgs, rtt[p.msgs / 2] / 2 * 1e6,
+		       rtt[0] / 2 * 1e6, rtt[p.msgs - 1] / 2 * 1e6);
+	}
+	free(rtt);
+}
+
+int main(int argc, char **argv)
+{
+	struct qp_info mine[MAX_QPS], peer[MAX_QPS];
+	const char *dev = NULL, *test = "write";
+	int gid_idx = 1, port = 18600, c, fd, client, t;
+	struct params wire;
+	char done = 1;
+
+	p = (struct params){ .size = 65536, .qps = 1, .msgs = 1000, .window = 16 };
+	while ((c = getopt(argc, argv, "d:g:t:s:q:n:w:p:")) != -1) {
+		switch (c) {
+		case 'd': dev = optarg; break;
+		case 'g': gid_idx = atoi(optarg); break;
+		case 't': test = optarg; break;
+		case 's': p.size = strtoul(optarg, NULL, 0); break;
+		case 'q': p.qps = strtoul(optarg, NULL, 0); break;
+		case 'n': p.msgs = strtoul(optarg, NULL, 0); break;
+		case 'w': p.window = strtoul(optarg, NULL, 0); break;
+		case 'p': port = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: rrxe-perf [-d dev] [-g gid] [-t write|read|send|lat_send|lat_write]"
+				" [-s bytes] [-q qps] [-n msgs] [-w window] [-p port] [server]\n");
+			return 2;
+		}
+	}
+	client = optind < argc;
+	for (t = 0; t < 5 && strcmp(test, test_names[t]); t++)
+		;
+	if (t == 5 || !p.size || !p.qps || p.qps > MAX_QPS || !p.msgs || !p.window) {
+		fprintf(stderr, "rrxe-perf: bad test or size\n");
+		return 2;
+	}
+	p.test = t;
+	srand48(getpid() * now());
+	if (client) {
+		fd = tcp_connect(argv[optind], port);
+		wire = (struct params){ htonl(p.test), htonl(p.size), htonl(p.qps),
+					htonl(p.msgs), htonl(p.window) };
+		xfer(fd, &wire, sizeof(wire), 1);
+	} else {
+		fd = tcp_accept(port);
+		xfer(fd, &wire, sizeof(wire), 0);
+		p = (struct params){ ntohl(wire.test), ntohl(wire.size), ntohl(wire.qps),
+				     ntohl(wire.msgs), ntohl(wire.window) };
+		if (!p.size || !p.qps || p.qps > MAX_QPS || !p.msgs || !p.window || p.test > T_LAT_WRITE) {
+			fprintf(stderr, "rrxe-perf: bad parameters from client\n");
+			return 1;
+		}
+	}
+	if (p.test >= T_LAT_SEND)	/* one QP; two message slots (lat_write) */
+		p.qps = 1, p.window = 2;
+	setup(dev, gid_idx, mine);
+	xfer(fd, mine, sizeof(mine[0]) * p.qps, 1);
+	xfer(fd, peer, sizeof(peer[0]) * p.qps, 0);
+	connect_qps(gid_idx, mine, peer);
+	xfer(fd, &done, 1, 1);	/* both sides are at RTS */
+	xfer(fd, &done, 1, 0);
+	if (p.test >= T_LAT_SEND)
+		run_lat(client, peer);
+	else if (client || p.test == T_SEND)
+		run_bw(client, peer);
+	xfer(fd, &done, 1, 1);	/* keep the buffers until the peer is done */
+	xfer(fd, &done, 1, 0);
+	close(fd);
+	return 0;
+}
