@@ -7,7 +7,7 @@ DRIVER ?= rxe
 # Drivers the VM suites of `make test` run on.
 DRIVERS ?= rxe rrxe
 
-.PHONY: all host-deps toolchain kernel guest module run test shell clean
+.PHONY: all host-deps toolchain kernel guest module run test shell bench clean
 
 all: module
 
@@ -32,6 +32,9 @@ run: host-deps
 
 test: host-deps
 	@DRIVERS="$(DRIVERS)" tests/run
+
+bench: host-deps
+	@benches/run
 
 shell: host-deps
 	@DRIVER=$(DRIVER) qemu/shell

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Summarise a `make bench` run: benches/report.py RESULTS_DIR KERNEL.
+
+Reads RESULTS_DIR/<driver>-r<round>.log (qemu/run-pair output of
+benches/bench.pair.sh), writes RESULTS_DIR/table.md and RESULTS_DIR/plot.png,
+and prints the table.  Figures: throughput in MB/s (10^6 bytes per second of
+wall clock), message rate in thousands of messages per second, latency in
+microseconds (half the round trip), guest CPU in seconds per GiB moved
+(both VMs, USER_HZ jiffies).  Each cell is the median of the rounds with
+min and max; the ratio is rrxe's median over rxe's.
+"""
+import datetime
+import glob
+import os
+import platform
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+LINE = re.compile(r"^\[vm(\d)\] (RESULT|CPU|FAILED) (.*)$")
+USER_HZ = 100
+
+
+def fields(text):
+    return dict(kv.split("=", 1) for kv in text.split() if "=" in kv)
+
+
+def load(out):
+    """Return {driver: {case: [per-round dict]}}, failures {driver: [case]}."""
+    data = defaultdict(lambda: defaultdict(list))
+    failures = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(out, "*-r*.log"))):
+        driver = os.path.basename(path).rsplit("-r", 1)[0]
+        rounds = {}
+        cpu = defaultdict(int)
+        for line in open(path, errors="replace"):
+            m = LINE.match(line.strip())
+            if not m:
+                continue
+            f = fields(m.group(3))
+            case = (f.get("test"), int(f.get("size", 0)), int(f.get("qps", 1)))
+            if m.group(2) == "RESULT":
+                rounds[case] = f
+            elif m.group(2) == "CPU":
+                cpu[case] += int(f["jiffies"])
+            else:
+                failures[driver].append(case)
+        for case, f in rounds.items():
+            f = dict(f)
+            f["cpu_jiffies"] = cpu.get(case, 0)
+            data[driver][case].append(f)
+    return data, failures
+
+
+def stat(values):
+    if not values:
+        return None
+    return statistics.median(values), min(values), max(values)
+
+
+def fmt(s, digits=2):
+    if s is None:
+        return "n/a"
+    med, lo, hi = s
+    return f"{med:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+def ratio(a, b, lower_is_better=False):
+    if a is None or b is None or b[0] == 0:
+        return "n/a"
+    return f"{a[0] / b[0]:.2f}"
+
+
+def metric(runs, key):
+    return stat([float(r[key]) for r in runs if key in r])
+
+
+def cpu_per_gib(runs):
+    vals = []
+    for r in runs:
+        moved = float(r.get("MBps", 0)) * 1e6 * float(r.get("seconds", 0))
+        if moved > 0 and r["cpu_jiffies"] > 0:
+            vals.append(r["cpu_jiffies"] / USER_HZ / (moved / 2**30))
+    return stat(vals)
+
+
+def main():
+    out, kernel = sys.argv[1], sys.argv[2]
+    data, failures = load(out)
+    drivers = [d for d in ("rxe", "rrxe") if d in data or d in failures]
+    cases = sorted({c for d in data.values() for c in d}, key=lambda c: (c[0], c[2], c[1]))
+    rows = []
+    head = "| case | " + " | ".join(f"{d} median (min–max)" for d in drivers)
+    head += " | rrxe/rxe | " + " | ".join(f"{d} CPU s/GiB" for d in drivers) + " |"
+    rows.append(head)
+    rows.append("|" + "---|" * (2 + 2 * len(drivers)))
+    for case in cases:
+        test, size, qps = case
+        if test.startswith("lat_"):
+            key, label, digits = "usec_median", f"{test} {size} B latency, µs", 1
+        elif test == "iperf3":
+            key, label, digits = "MBps", "iperf3 TCP (link ceiling), MB/s", 1
+        else:
+            key, label, digits = "MBps", f"{test} {size} B × {qps} QP, MB/s", 2
+        stats = {d: metric(data[d].get(case, []), key) for d in drivers}
+        cpus = {d: cpu_per_gib(data[d].get(case, [])) for d in drivers}
+        r = ratio(stats.get("rrxe"), stats.get("rxe"))
+        cells = " | ".join(fmt(stats[d], digits) for d in drivers)
+        cpu_cells = " | ".join(fmt(cpus[d], 1) if test not in ("iperf3",) and not test.startswith("lat_") else "" for d in drivers)
+        rows.append(f"| {label} | {cells} | {r} | {cpu_cells} |")
+        if test == "write" and size == 64 and qps == 1:
+            mr = {d: metric(data[d].get(case, []), "kmsgps") for d in drivers}
+            rows.append(f"| message rate, write 64 B × 1 QP, kmsg/s | "
+                        + " | ".join(fmt(mr[d], 2) for d in drivers)
+                        + f" | {ratio(mr.get('rrxe'), mr.get('rxe'))} | " + " | ".join("" for _ in drivers) + " |")
+    n_rounds = max((len(v) for d in data.values() for v in d.values()), default=0)
+    when = datetime.date.today().isoformat()
+    header = (f"Benchmark {when}: kernel 7.2 ({kernel} flavour), QEMU TCG, "
+              f"{os.cpu_count()} host cores ({platform.processor() or platform.machine()}), "
+              f"{n_rounds} rounds per driver; wall-clock timing (benches/rrxe-perf.c).\n")
+    fail_lines = []
+    for d, cs in sorted(failures.items()):
+        fail_lines.append(f"- {d}: {len(cs)} failed case runs: "
+                          + ", ".join(sorted({f'{t} {s} B × {q}' for t, s, q in cs})))
+    text = header + "\n" + "\n".join(rows) + "\n"
+    if fail_lines:
+        text += "\nFailed runs (excluded from the figures):\n" + "\n".join(fail_lines) + "\n"
+    open(os.path.join(out, "table.md"), "w").write(text)
+    print(text)
+    plot(out, data, drivers)
+
+
+def plot(out, data, drivers):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib: plot skipped; apt-get install python3-matplotlib)")
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    ceiling = None
+    for d in drivers:
+        c = metric(data[d].get(("iperf3", 0, 1), []), "MBps")
+        if c:
+            ceiling = max(ceiling or 0, c[0])
+    for ax, test in zip(axes, ("write", "read", "send")):
+        for d in drivers:
+            for q, style in ((1, "-o"), (4, "--s")):
+                pts = sorted((size, metric(runs, "MBps")[0]) for (t, size, qq), runs in data[d].items()
+                             if t == test and qq == q and metric(runs, "MBps"))
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{d}, {q} QP")
+        if ceiling:
+            ax.axhline(ceiling, color="grey", linestyle=":", label="iperf3 ceiling")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"RC {test}")
+        ax.set_xlabel("message size (bytes)")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("throughput (MB/s, wall clock)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "plot.png"), dpi=100)
+    print(f"plot: {os.path.join(out, 'plot.png')}")
+
+
+if __name__ == "__main__":
+    main()
