@@ -11,6 +11,7 @@
 #include <net/net_namespace.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>

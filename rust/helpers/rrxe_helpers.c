@@ -13,14 +13,19 @@
 
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>
+#include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/vmalloc.h>
 #include <net/ip6_route.h>
 #include <net/net_namespace.h>
 #include <net/route.h>
 #include <net/netns/generic.h>
 #include <net/sock.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -290,6 +295,209 @@ int rrxe_helper_ib_is_udata_in_empty(struct ib_udata *udata)
 int rrxe_helper_ib_respond_empty_udata(struct ib_udata *udata)
 {
 	return ib_respond_empty_udata(udata);
+}
+
+/* include/linux/spinlock.h: the irq-saving spinlock backend. */
+
+unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+bool rrxe_helper_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags)
+{
+	unsigned long f;
+
+	if (!spin_trylock_irqsave(lock, f))
+		return false;
+	*flags = f;
+	return true;
+}
+
+void rrxe_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+/* include/rdma/ib_verbs.h: udata copies and the user context of a command. */
+
+int rrxe_helper_ib_copy_to_udata(struct ib_udata *udata, const void *src,
+				 size_t len)
+{
+	return ib_copy_to_udata(udata, (void *)src, len);
+}
+
+int rrxe_helper_ib_copy_from_udata(void *dst, struct ib_udata *udata,
+				   size_t len)
+{
+	return ib_copy_from_udata(dst, udata, len);
+}
+
+struct ib_udata *rrxe_helper_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+struct ib_ucontext *rrxe_helper_udata_ucontext(struct ib_udata *udata)
+{
+	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
+}
+
+/*
+ * Queue buffers shared with user space: vmalloc_user() memory, mapped with
+ * remap_vmalloc_range() through an rdma_user_mmap_entry.  The entry owns the
+ * buffer once inserted: the object that created it drops its reference with
+ * rrxe_helper_qbuf_remove(), each VMA holds one more, and the last put frees
+ * the buffer (rrxe_helper_qbuf_mmap_free, the ib_device_ops.mmap_free op).
+ */
+struct rrxe_qbuf_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	void *buf;
+};
+
+void *rrxe_helper_vmalloc_user(size_t size)
+{
+	return vmalloc_user(size);
+}
+
+void rrxe_helper_vfree(void *buf)
+{
+	vfree(buf);
+}
+
+/*
+ * Inserts an entry for @buf (@size bytes) into @uctx; on success the entry
+ * owns @buf and *@offset is the mmap offset for user space.
+ */
+struct rdma_user_mmap_entry *rrxe_helper_qbuf_insert(struct ib_ucontext *uctx,
+						     void *buf, size_t size,
+						     u64 *offset)
+{
+	struct rrxe_qbuf_entry *e = kzalloc(sizeof(*e), GFP_KERNEL);
+	int err;
+
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	e->buf = buf;
+	err = rdma_user_mmap_entry_insert(uctx, &e->rdma_entry, size);
+	if (err) {
+		kfree(e);
+		return ERR_PTR(err);
+	}
+	*offset = rdma_user_mmap_get_offset(&e->rdma_entry);
+	return &e->rdma_entry;
+}
+
+void rrxe_helper_qbuf_remove(struct rdma_user_mmap_entry *entry)
+{
+	rdma_user_mmap_entry_remove(entry);
+}
+
+void rrxe_helper_qbuf_mmap_free(struct rdma_user_mmap_entry *entry)
+{
+	struct rrxe_qbuf_entry *e =
+		container_of(entry, struct rrxe_qbuf_entry, rdma_entry);
+
+	vfree(e->buf);
+	kfree(e);
+}
+
+static void rrxe_qbuf_vma_open(struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *entry = vma->vm_private_data;
+
+	kref_get(&entry->ref);
+}
+
+static void rrxe_qbuf_vma_close(struct vm_area_struct *vma)
+{
+	rdma_user_mmap_entry_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct rrxe_qbuf_vm_ops = {
+	.open = rrxe_qbuf_vma_open,
+	.close = rrxe_qbuf_vma_close,
+};
+
+int rrxe_helper_qbuf_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *entry = rdma_user_mmap_entry_get(uctx, vma);
+	struct rrxe_qbuf_entry *e;
+	int err;
+
+	if (!entry)
+		return -EINVAL;
+	e = container_of(entry, struct rrxe_qbuf_entry, rdma_entry);
+	if (vma->vm_end - vma->vm_start > entry->npages << PAGE_SHIFT) {
+		rdma_user_mmap_entry_put(entry);
+		return -EINVAL;
+	}
+	err = remap_vmalloc_range(vma, e->buf, 0);
+	if (err) {
+		rdma_user_mmap_entry_put(entry);
+		return err;
+	}
+	/* The VMA keeps the reference taken by rdma_user_mmap_entry_get(). */
+	vma->vm_private_data = entry;
+	vma->vm_ops = &rrxe_qbuf_vm_ops;
+	return 0;
+}
+
+/* include/rdma/ib_umem.h: the page table of a user MR. */
+
+struct ib_umem *rrxe_helper_ib_umem_get_va(struct ib_device *device,
+					   unsigned long addr, size_t size,
+					   int access)
+{
+	return ib_umem_get_va(device, addr, size, access);
+}
+
+size_t rrxe_helper_umem_num_pages(struct ib_umem *umem)
+{
+	return ib_umem_num_pages(umem);
+}
+
+size_t rrxe_helper_ib_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+/* Fills @pages with at most @n pages of @umem in address order. */
+size_t rrxe_helper_umem_fill_pages(struct ib_umem *umem, struct page **pages,
+				   size_t n)
+{
+	struct sg_page_iter iter;
+	size_t i = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (i == n)
+			break;
+		pages[i++] = sg_page_iter_page(&iter);
+	}
+	return i;
+}
+
+/* CQ callbacks of the consumer. */
+
+void rrxe_helper_cq_comp_handler(struct ib_cq *cq)
+{
+	if (cq->comp_handler)
+		cq->comp_handler(cq, cq->cq_context);
+}
+
+void rrxe_helper_cq_event(struct ib_cq *cq, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = cq->device,
+		.element.cq = cq,
+		.event = type,
+	};
+
+	if (cq->event_handler)
+		cq->event_handler(&ev, cq->cq_context);
 }
 
 /*

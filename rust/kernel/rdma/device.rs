@@ -22,10 +22,24 @@
 use crate::{
     bindings, net,
     rdma::{
+        ah::{
+            Ah,
+            AhAttr, //
+        },
         attr::DeviceAttr,
+        cq::{
+            Cq,
+            CqInitAttr,
+            NotifyFlags, //
+        },
         hw_counters::{
             self,
             StatDesc, //
+        },
+        mr::{
+            Mr,
+            MrKeys,
+            UserMrArgs, //
         },
         pd::Pd,
         port::{
@@ -34,8 +48,22 @@ use crate::{
             PortImmutable,
             PortState, //
         },
+        qp::{
+            NewQp,
+            Qp,
+            QpAttr,
+            QpInitAttr,
+            RecvWr,
+            SendWr, //
+        },
+        queue,
+        srq::{
+            Srq,
+            SrqAttr, //
+        },
         ucontext::Ucontext,
         udata::Udata,
+        wc::Wc,
         DriverId,
         Gid,
         Guid, //
@@ -75,6 +103,21 @@ pub trait Driver: Sized + 'static {
     type UcontextData: Send + Sync;
     /// Per-protection-domain state, stored in the `struct ib_pd` allocation.
     type PdData: Send + Sync;
+
+    /// Per-completion-queue state, stored in the `struct ib_cq` allocation.
+    type CqData: Send + Sync;
+
+    /// Per-memory-region state.
+    type MrData: Send + Sync;
+
+    /// Per-QP state, stored in the `struct ib_qp` allocation.
+    type QpData: Send + Sync;
+
+    /// Per-SRQ state, stored in the `struct ib_srq` allocation.
+    type SrqData: Send + Sync;
+
+    /// Per-address-handle state, stored in the `struct ib_ah` allocation.
+    type AhData: Send + Sync;
 
     /// The driver id user space matches its provider on.
     const DRIVER_ID: DriverId;
@@ -124,6 +167,104 @@ pub trait Driver: Sized + 'static {
     ///
     /// `udata` is `None` for kernel callers.
     fn alloc_pd(dev: &Device<Self>, udata: Option<&Udata>) -> impl PinInit<Self::PdData, Error>;
+
+    /// Creates the state of a new completion queue and returns it with the
+    /// number of entries the CQ actually holds.
+    ///
+    /// `udata` is `None` for kernel callers.
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInitAttr,
+        udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<Self::CqData, Error>, u32)>;
+
+    /// Checks that `cq` may be destroyed; its state is dropped afterwards.
+    fn destroy_cq(cq: &Cq<Self>) -> Result;
+
+    /// Resizes `cq` to hold at least `cqe` entries, keeping pending ones.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&Udata>) -> Result;
+
+    /// Gives at most `max` completions of a kernel CQ to `out`, oldest first.
+    fn poll_cq(cq: &Cq<Self>, max: usize, out: &mut dyn FnMut(&Wc));
+
+    /// Number of completions waiting in `cq`.
+    fn peek_cq(cq: &Cq<Self>) -> u32;
+
+    /// Arms `cq`; returns whether completions are already waiting when
+    /// `IB_CQ_REPORT_MISSED_EVENTS` is set.
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> bool;
+
+    /// Creates a DMA memory region (all of memory, for kernel consumers).
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: i32,
+    ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)>;
+
+    /// Registers user memory.
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        args: &UserMrArgs,
+        udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)>;
+
+    /// Checks that `mr` may be deregistered; it is freed afterwards.
+    fn dereg_mr(mr: &Mr<Self>) -> Result;
+
+    /// Creates the state of a new QP and returns it with the QP number; the
+    /// driver updates `attr.cap` to what it allocated.
+    fn create_qp(
+        qp: &NewQp<Self>,
+        attr: &mut QpInitAttr,
+        udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<Self::QpData, Error>, u32)>;
+
+    /// Modifies the attributes selected by `mask` (`IB_QP_*`).
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, mask: u32, udata: Option<&Udata>) -> Result;
+
+    /// Reports the attributes and whether every send WR is signaled.
+    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttr, bool)>;
+
+    /// Checks that `qp` may be destroyed and quiesces it; its state is
+    /// dropped afterwards.
+    fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// Posts a send WR of a kernel consumer, or rings the doorbell of a user
+    /// QP (`None`).
+    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr>) -> Result;
+
+    /// Posts a receive WR of a kernel consumer.
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result;
+
+    /// Creates the state of a new basic SRQ; updates `attr` to what it
+    /// allocated.
+    fn create_srq(
+        dev: &Device<Self>,
+        attr: &mut SrqAttr,
+        udata: Option<&Udata>,
+    ) -> Result<impl PinInit<Self::SrqData, Error>>;
+
+    /// Modifies `max_wr` (resize) and/or `srq_limit` (arming), per `mask`.
+    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: Option<&Udata>) -> Result;
+
+    /// Reports the attributes.
+    fn query_srq(srq: &Srq<Self>) -> SrqAttr;
+
+    /// Checks that `srq` may be destroyed; its state is dropped afterwards.
+    fn destroy_srq(srq: &Srq<Self>) -> Result;
+
+    /// Creates the state of a new address handle.
+    fn create_ah(
+        dev: &Device<Self>,
+        attr: AhAttr,
+        udata: Option<&Udata>,
+    ) -> Result<impl PinInit<Self::AhData, Error>>;
+
+    /// Reports the address vector.
+    fn query_ah(ah: &Ah<Self>) -> AhAttr;
+
+    /// Releases what the address handle holds; its state is dropped
+    /// afterwards.
+    fn destroy_ah(ah: &Ah<Self>) -> Result;
 
     /// Returns the descriptions of the hardware counters of port `port`.
     ///
@@ -555,6 +696,35 @@ impl<T: Driver> OpsTable<T> {
         } else {
             None
         },
+        create_cq: Some(Cq::<T>::create_callback),
+        destroy_cq: Some(Cq::<T>::destroy_callback),
+        resize_user_cq: Some(Cq::<T>::resize_callback),
+        poll_cq: Some(Cq::<T>::poll_callback),
+        peek_cq: Some(Cq::<T>::peek_callback),
+        req_notify_cq: Some(Cq::<T>::req_notify_callback),
+        get_dma_mr: Some(Mr::<T>::get_dma_callback),
+        reg_user_mr: Some(Mr::<T>::reg_user_callback),
+        dereg_mr: Some(Mr::<T>::dereg_callback),
+        create_qp: Some(Qp::<T>::create_callback),
+        modify_qp: Some(Qp::<T>::modify_callback),
+        query_qp: Some(Qp::<T>::query_callback),
+        destroy_qp: Some(Qp::<T>::destroy_callback),
+        post_send: Some(Qp::<T>::post_send_callback),
+        post_recv: Some(Qp::<T>::post_recv_callback),
+        size_ib_qp: Qp::<T>::SIZE,
+        create_srq: Some(Srq::<T>::create_callback),
+        modify_srq: Some(Srq::<T>::modify_callback),
+        query_srq: Some(Srq::<T>::query_callback),
+        destroy_srq: Some(Srq::<T>::destroy_callback),
+        size_ib_srq: Srq::<T>::SIZE,
+        create_ah: Some(Ah::<T>::create_callback),
+        create_user_ah: Some(Ah::<T>::create_callback),
+        query_ah: Some(Ah::<T>::query_callback),
+        destroy_ah: Some(Ah::<T>::destroy_callback),
+        size_ib_ah: Ah::<T>::SIZE,
+        mmap: Some(queue::mmap_callback),
+        mmap_free: Some(queue::mmap_free_callback),
+        size_ib_cq: Cq::<T>::SIZE,
         size_ib_ucontext: Ucontext::<T>::SIZE,
         size_ib_pd: Pd::<T>::SIZE,
         // SAFETY: All other fields are pointers, optional callbacks, integers and bitfields,

@@ -14,18 +14,35 @@
 
 use kernel::prelude::*;
 
+pub mod ah;
 pub mod attr;
 pub mod cache;
+pub mod cq;
 pub mod device;
 pub mod hw_counters;
 pub mod link;
+pub mod lock;
+pub mod mr;
 pub mod pd;
 pub mod port;
+pub mod qp;
+pub mod queue;
+pub mod srq;
 pub mod ucontext;
 pub mod udata;
+pub mod umem;
+pub mod wc;
 
 #[cfg(CONFIG_KUNIT = "y")]
 mod layout_tests;
+
+/// Operation not supported on transport endpoint (`EOPNOTSUPP`), which the
+/// kernel crate of 7.2 does not define. RDMA consumers (and pyverbs, which
+/// reads it as "skip") expect it for unsupported features.
+pub fn eopnotsupp() -> kernel::error::Error {
+    // CAST: A small positive errno constant.
+    kernel::error::Error::from_errno(-(crate::bindings::EOPNOTSUPP as i32))
+}
 
 /// A 64-bit globally unique identifier (node, system image or port GUID).
 ///

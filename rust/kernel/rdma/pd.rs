@@ -54,6 +54,27 @@ impl<T: Driver> Pd<T> {
         unsafe { Device::from_raw((*self.ib.get()).device) }
     }
 
+    /// Returns the PD whose `ib_pd` is `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib_pd` of a live `Pd<T>` with initialised data, valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_pd) -> &'a Self {
+        // SAFETY: By the safety requirements.
+        unsafe { &*Self::container(ptr) }
+    }
+
+    /// Pins `length` bytes of user memory at `start` for a region of this
+    /// PD's device.
+    pub fn umem_get(
+        &self,
+        start: u64,
+        length: u64,
+        access: i32,
+    ) -> Result<crate::rdma::umem::Umem> {
+        crate::rdma::umem::Umem::get(self.device().as_raw(), start, length, access)
+    }
+
     /// # Safety
     ///
     /// `ptr` must point to the `ib_pd` of a `Pd<T>`.

@@ -63,3 +63,28 @@ impl Udata {
         to_result(unsafe { bindings::ib_respond_empty_udata(self.0.get()) })
     }
 }
+
+impl Udata {
+    /// Returns the C struct.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_udata {
+        self.0.get()
+    }
+
+    /// Copies `src` to the driver's output buffer (truncated to its length,
+    /// as `ib_copy_to_udata` requires the whole length to fit).
+    pub fn copy_to(&self, src: &[u8]) -> Result {
+        let len = src.len().min(self.outlen());
+        // SAFETY: `self.0` is valid; `src` is valid for `len` bytes.
+        to_result(unsafe { bindings::ib_copy_to_udata(self.as_raw(), src.as_ptr().cast(), len) })
+    }
+
+    /// Copies the driver's input into `dst` (at most `inlen` bytes; the rest
+    /// of `dst` is left untouched).
+    pub fn copy_from(&self, dst: &mut [u8]) -> Result {
+        let len = dst.len().min(self.inlen());
+        // SAFETY: `self.0` is valid; `dst` is valid for `len` bytes.
+        to_result(unsafe {
+            bindings::ib_copy_from_udata(dst.as_mut_ptr().cast(), self.as_raw(), len)
+        })
+    }
+}

@@ -28,14 +28,30 @@ use super::{
     },
     mtu::active_mtu,
     ns::NsUse,
-    param, //
+    param,
+    pool::IndexPool, //
 };
 
 /// Length of an Ethernet address.
 const ETH_ALEN: usize = 6;
 
 /// The state of one rrxe device, kept inside its `struct ib_device`.
+#[pin_data]
 pub(crate) struct RrxeDev {
+    /// Indices of memory region keys.
+    #[pin]
+    pub(crate) mr_pool: IndexPool,
+    /// QP numbers.
+    #[pin]
+    pub(crate) qp_pool: IndexPool,
+    /// SRQ numbers.
+    #[pin]
+    pub(crate) srq_pool: IndexPool,
+    /// Address handle numbers.
+    #[pin]
+    pub(crate) ah_pool: IndexPool,
+    /// Whether the GSI QP (QP1) exists: one per port.
+    pub(crate) gsi_created: Atomic<bool>,
     /// Source of the GUIDs and of `query_gid`: the net device's MAC, or a
     /// random locally administered address for net devices without one.
     raw_gid: [u8; ETH_ALEN],
@@ -60,7 +76,12 @@ impl RrxeDev {
         let guid = Guid::from_eui48(&raw_gid);
         let mtu = active_mtu(ndev.mtu()).bytes();
         let ns = NsUse::new(ndev);
-        try_init!(Self {
+        try_pin_init!(Self {
+            mr_pool <- IndexPool::new(param::MIN_MR_INDEX as u32, param::MAX_MR_INDEX as u32),
+            qp_pool <- IndexPool::new(param::MIN_QP_INDEX as u32, param::MAX_QP_INDEX as u32),
+            srq_pool <- IndexPool::new(param::MIN_SRQ_INDEX as u32, param::MAX_SRQ_INDEX as u32),
+            ah_pool <- IndexPool::new(param::MIN_AH_INDEX, param::MAX_AH_INDEX),
+            gsi_created: Atomic::new(false),
             raw_gid,
             attr: param::device_attr(guid),
             active_mtu: Atomic::new(mtu),

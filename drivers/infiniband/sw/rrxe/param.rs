@@ -40,13 +40,27 @@ const DEFAULT_MAX_VALUE: i32 = 1 << 20;
 /// Scatter/gather entries per work request.
 pub(crate) const MAX_SGE: i32 = 32;
 /// First QP index; 0 and 1 are the special QPs, the rest of the range is reserved.
-const MIN_QP_INDEX: i32 = 16;
+pub(crate) const MIN_QP_INDEX: i32 = 16;
+/// Work requests per work queue (`max_qp_wr`).
+pub(crate) const MAX_QP_WR: u32 = DEFAULT_MAX_VALUE as u32;
+/// Work requests per SRQ (`max_srq_wr`).
+pub(crate) const MAX_SRQ_WR: u32 = DEFAULT_MAX_VALUE as u32;
+/// SGEs per SRQ work request (`max_srq_sge`).
+pub(crate) const MAX_SRQ_SGE: u32 = 27;
+/// First address handle index.
+pub(crate) const MIN_AH_INDEX: u32 = 1;
+/// Last address handle index.
+pub(crate) const MAX_AH_INDEX: u32 = (1 << 15) - 1;
+/// Last QP index.
+pub(crate) const MAX_QP_INDEX: i32 = DEFAULT_MAX_VALUE;
+/// Last SRQ index.
+pub(crate) const MAX_SRQ_INDEX: i32 = DEFAULT_MAX_VALUE;
 /// First SRQ index.
-const MIN_SRQ_INDEX: i32 = 0x0002_0001;
+pub(crate) const MIN_SRQ_INDEX: i32 = 0x0002_0001;
 /// Last MR index; MW indices follow.
-const MAX_MR_INDEX: i32 = DEFAULT_MAX_VALUE >> 1;
+pub(crate) const MAX_MR_INDEX: i32 = DEFAULT_MAX_VALUE >> 1;
 /// First MR index.
-const MIN_MR_INDEX: i32 = 1;
+pub(crate) const MIN_MR_INDEX: i32 = 1;
 /// First MW index.
 const MIN_MW_INDEX: i32 = MAX_MR_INDEX + 1;
 /// Log2 of the CQ size limit.
@@ -57,14 +71,15 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 /// Device capabilities advertised by rrxe.
 ///
 /// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
-/// UD_AV_PORT_ENFORCE, RC_RNR_NAK_GEN, SRQ_RESIZE, MEM_MGT_EXTENSIONS,
+/// UD_AV_PORT_ENFORCE, RC_RNR_NAK_GEN, MEM_MGT_EXTENSIONS,
 /// MEM_WINDOW(_TYPE_2B), FLUSH_GLOBAL/PERSISTENT and ATOMIC_WRITE; those
 /// are added here together with the QP, SRQ, MR and MW support they
 /// describe.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
-    .union(DeviceCapFlags::SYS_IMAGE_GUID);
+    .union(DeviceCapFlags::SYS_IMAGE_GUID)
+    .union(DeviceCapFlags::SRQ_RESIZE);
 
 /// Number of GID table entries of the port.
 pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;

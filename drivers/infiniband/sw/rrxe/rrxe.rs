@@ -7,15 +7,21 @@
 //! `rdma link add NAME type rrxe netdev DEV` creates a device bound to the
 //! Ethernet device `DEV` that rdma-core's stock `rxe` provider drives.
 
+mod ah;
+mod cq;
 mod device;
 mod hw_counters;
 mod icrc;
 mod link;
+mod mr;
 mod mtu;
 mod net;
 mod ns;
 mod param;
+mod pool;
+mod qp;
 mod recv;
+mod srq;
 mod verbs;
 
 use crate::{

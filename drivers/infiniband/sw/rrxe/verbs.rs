@@ -5,13 +5,28 @@
 //! The device operations of rrxe.
 
 use crate::rdma::{
+    ah::{
+        Ah,
+        AhAttr, //
+    },
     attr::DeviceAttr,
+    cq::{
+        Cq,
+        CqInitAttr,
+        NotifyFlags, //
+    },
     device::{
         self,
         Device,
         Driver, //
     },
     hw_counters::StatDesc,
+    mr::{
+        Mr,
+        MrKeys,
+        UserMrArgs, //
+    },
+    pd::Pd as IbPd,
     port::{
         CoreCapFlags,
         LinkLayer,
@@ -20,7 +35,20 @@ use crate::rdma::{
         PortImmutable,
         PortState, //
     },
+    qp::{
+        NewQp,
+        Qp,
+        QpAttr,
+        QpInitAttr,
+        RecvWr,
+        SendWr, //
+    },
+    srq::{
+        Srq,
+        SrqAttr, //
+    },
     udata::Udata,
+    wc::Wc,
     DriverId,
     Gid, //
 };
@@ -30,9 +58,14 @@ use kernel::{
 };
 
 use super::{
+    ah::RrxeAh,
+    cq::RrxeCq,
     device::RrxeDev,
     hw_counters,
+    mr::RrxeMr,
     param, //
+    qp::RrxeQp,
+    srq::RrxeSrq,
 };
 
 /// The rrxe provider.
@@ -61,6 +94,11 @@ impl Driver for Rrxe {
     type Data = RrxeDev;
     type UcontextData = Ucontext;
     type PdData = Pd;
+    type CqData = RrxeCq;
+    type MrData = RrxeMr;
+    type QpData = RrxeQp;
+    type SrqData = RrxeSrq;
+    type AhData = RrxeAh;
 
     const DRIVER_ID: DriverId = DriverId::Rxe;
     const UVERBS_ABI_VER: u32 = param::UVERBS_ABI_VERSION;
@@ -143,6 +181,114 @@ impl Driver for Rrxe {
 
     fn alloc_pd(_dev: &Device<Self>, _udata: Option<&Udata>) -> impl PinInit<Pd, Error> {
         try_init!(Pd {})
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInitAttr,
+        udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<RrxeCq, Error>, u32)> {
+        RrxeCq::create(dev, attr, udata)
+    }
+
+    fn destroy_cq(cq: &Cq<Self>) -> Result {
+        cq.check_destroy()
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&Udata>) -> Result {
+        RrxeCq::resize(cq, cqe, udata)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, max: usize, out: &mut dyn FnMut(&Wc)) {
+        cq.poll(max, out)
+    }
+
+    fn peek_cq(cq: &Cq<Self>) -> u32 {
+        cq.count()
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> bool {
+        cq.req_notify(flags)
+    }
+
+    fn get_dma_mr(pd: &IbPd<Self>, access: i32) -> Result<(impl PinInit<RrxeMr, Error>, MrKeys)> {
+        RrxeMr::dma(pd, access)
+    }
+
+    fn reg_user_mr(
+        pd: &IbPd<Self>,
+        args: &UserMrArgs,
+        udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<RrxeMr, Error>, MrKeys)> {
+        RrxeMr::user(pd, args, udata)
+    }
+
+    fn dereg_mr(mr: &Mr<Self>) -> Result {
+        RrxeMr::dereg(mr)
+    }
+
+    fn create_qp(
+        qp: &NewQp<Self>,
+        attr: &mut QpInitAttr,
+        udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<RrxeQp, Error>, u32)> {
+        RrxeQp::create(qp, attr, udata)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, mask: u32, _udata: Option<&Udata>) -> Result {
+        RrxeQp::modify(qp, attr, mask)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttr, bool)> {
+        Ok(qp.query())
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) -> Result {
+        RrxeQp::destroy(qp)
+    }
+
+    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr>) -> Result {
+        RrxeQp::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result {
+        RrxeQp::post_recv(qp, wr)
+    }
+
+    fn create_srq(
+        dev: &Device<Self>,
+        attr: &mut SrqAttr,
+        udata: Option<&Udata>,
+    ) -> Result<impl PinInit<RrxeSrq, Error>> {
+        RrxeSrq::create(dev, attr, udata)
+    }
+
+    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: Option<&Udata>) -> Result {
+        RrxeSrq::modify(srq, attr, mask, udata)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> SrqAttr {
+        srq.query()
+    }
+
+    fn destroy_srq(srq: &Srq<Self>) -> Result {
+        RrxeSrq::destroy(srq)
+    }
+
+    fn create_ah(
+        dev: &Device<Self>,
+        attr: AhAttr,
+        udata: Option<&Udata>,
+    ) -> Result<impl PinInit<RrxeAh, Error>> {
+        RrxeAh::create(dev, attr, udata)
+    }
+
+    fn query_ah(ah: &Ah<Self>) -> AhAttr {
+        ah.attr.clone()
+    }
+
+    fn destroy_ah(ah: &Ah<Self>) -> Result {
+        RrxeAh::destroy(ah)
     }
 
     fn alloc_hw_port_stats(_dev: &Device<Self>, port: u32) -> Result<&'static [StatDesc]> {

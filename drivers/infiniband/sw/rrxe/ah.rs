@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Address handles. User space gets an `ah_num` (1..32767) that its UD
+//! WQEs carry instead of a full address vector.
+
+use crate::rdma::{
+    ah::{
+        Ah,
+        AhAttr, //
+    },
+    device::Device,
+    udata::Udata, //
+};
+use kernel::prelude::*;
+
+use super::verbs::Rrxe;
+
+/// State of an address handle.
+pub(crate) struct RrxeAh {
+    /// The address vector.
+    pub(crate) attr: AhAttr,
+    /// Index reported to user space (`struct rxe_create_ah_resp`).
+    pub(crate) ah_num: u32,
+}
+
+impl RrxeAh {
+    /// Creates an address handle (`rxe_create_ah`).
+    pub(crate) fn create(
+        dev: &Device<Rrxe>,
+        attr: AhAttr,
+        udata: Option<&Udata>,
+    ) -> Result<impl PinInit<Self, Error>> {
+        if attr.port_num() != 1 || !attr.has_grh() {
+            return Err(EINVAL);
+        }
+        let ah_num = dev.ah_pool.alloc()?;
+        if let Some(udata) = udata {
+            // Old providers pass no response buffer; they build the AV themselves.
+            if udata.outlen() >= 8 {
+                let mut resp = [0u8; 8];
+                resp[..4].copy_from_slice(&ah_num.to_ne_bytes());
+                if let Err(e) = udata.copy_to(&resp) {
+                    dev.ah_pool.free(ah_num);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(try_init!(Self { attr, ah_num }))
+    }
+
+    /// Frees the AH number.
+    pub(crate) fn destroy(ah: &Ah<Rrxe>) -> Result {
+        ah.device().ah_pool.free(ah.ah_num);
+        Ok(())
+    }
+}

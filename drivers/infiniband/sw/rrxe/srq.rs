@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Shared receive queues (basic type only).
+
+use crate::{
+    proto::qp_check,
+    rdma::{
+        device::Device,
+        lock::SpinLockIrq,
+        srq::{
+            Srq,
+            SrqAttr,
+            SRQ_LIMIT,
+            SRQ_MAX_WR, //
+        },
+        udata::Udata, //
+    },
+};
+use kernel::{
+    prelude::*,
+    uaccess::{
+        UserPtr,
+        UserSlice, //
+    }, //
+};
+
+use super::{
+    param,
+    qp::Wq,
+    verbs::Rrxe, //
+};
+
+/// Size of `struct rxe_create_srq_resp`.
+const CREATE_SRQ_RESP_SIZE: usize = 24;
+
+struct State {
+    rq: Wq,
+    max_sge: u32,
+    /// Armed limit (0: not armed).
+    limit: u32,
+}
+
+/// State of a shared receive queue.
+#[pin_data]
+pub(crate) struct RrxeSrq {
+    #[pin]
+    state: SpinLockIrq<State>,
+    /// SRQ number.
+    srq_num: u32,
+}
+
+fn check_max_wr(max_wr: u32) -> Result<u32> {
+    if max_wr == 0 || max_wr > param::MAX_SRQ_WR {
+        return Err(EINVAL);
+    }
+    Ok(max_wr)
+}
+
+impl RrxeSrq {
+    /// Creates an SRQ (`rxe_create_srq`).
+    pub(crate) fn create(
+        dev: &Device<Rrxe>,
+        attr: &mut SrqAttr,
+        udata: Option<&Udata>,
+    ) -> Result<impl PinInit<Self, Error>> {
+        if let Some(udata) = udata {
+            if udata.outlen() < CREATE_SRQ_RESP_SIZE {
+                return Err(EINVAL);
+            }
+        }
+        let max_wr = check_max_wr(attr.max_wr)?;
+        if attr.max_sge > param::MAX_SRQ_SGE {
+            return Err(EINVAL);
+        }
+        let max_sge = attr.max_sge.max(1);
+        let srq_num = dev.srq_pool.alloc()?;
+        let made = (|| -> Result<Wq> {
+            let (rq, mi) = Wq::new(max_wr, qp_check::recv_wqe_size(max_sge), udata)?;
+            if let Some(udata) = udata {
+                let mut resp = [0u8; CREATE_SRQ_RESP_SIZE];
+                resp[..16].copy_from_slice(&mi);
+                resp[16..20].copy_from_slice(&srq_num.to_ne_bytes());
+                udata.copy_to(&resp)?;
+            }
+            Ok(rq)
+        })();
+        let rq = match made {
+            Ok(rq) => rq,
+            Err(e) => {
+                dev.srq_pool.free(srq_num);
+                return Err(e);
+            }
+        };
+        attr.max_wr = rq.geo.capacity();
+        attr.max_sge = max_sge;
+        let limit = attr.srq_limit;
+        Ok(try_pin_init!(Self {
+            state <- crate::rdma::lock::new_spinlock_irq!(
+                State { rq, max_sge, limit },
+                "RrxeSrq::state"
+            ),
+            srq_num,
+        }))
+    }
+
+    /// Resizes and/or arms the SRQ (`rxe_modify_srq`).
+    pub(crate) fn modify(
+        srq: &Srq<Rrxe>,
+        attr: &SrqAttr,
+        mask: u32,
+        udata: Option<&Udata>,
+    ) -> Result {
+        let (capacity, limit, max_sge) = {
+            let st = srq.state.lock();
+            (st.rq.geo.capacity(), st.limit, st.max_sge)
+        };
+        if mask & SRQ_MAX_WR != 0 {
+            let max_wr = check_max_wr(attr.max_wr)?;
+            if limit != 0 && max_wr < limit {
+                return Err(EINVAL);
+            }
+        }
+        if mask & SRQ_LIMIT != 0
+            && (attr.srq_limit > param::MAX_SRQ_WR || attr.srq_limit > capacity)
+        {
+            return Err(EINVAL);
+        }
+        if mask & SRQ_MAX_WR != 0 {
+            // `struct rxe_modify_srq_cmd { __u64 mmap_info_addr; }`: where user space wants the
+            // new `struct mminfo`.
+            let mut addr = None;
+            if let Some(udata) = udata {
+                if udata.inlen() < 8 {
+                    return Err(EINVAL);
+                }
+                let mut cmd = [0u8; 8];
+                udata.copy_from(&mut cmd)?;
+                addr = Some(u64::from_ne_bytes(cmd));
+            }
+            let (mut rq, mi) = Wq::new(attr.max_wr, qp_check::recv_wqe_size(max_sge), udata)?;
+            if let Some(addr) = addr {
+                let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
+                UserSlice::new(UserPtr::from_addr(addr), mi.len())
+                    .writer()
+                    .write_slice(&mi)?;
+            }
+            let mut st = srq.state.lock();
+            st.rq.copy_pending_into(&mut rq)?;
+            let old = core::mem::replace(&mut st.rq, rq);
+            drop(st);
+            // Releasing the old mmap entry takes a mutex: not under the lock.
+            drop(old);
+        }
+        if mask & SRQ_LIMIT != 0 {
+            srq.state.lock().limit = attr.srq_limit;
+        }
+        Ok(())
+    }
+
+    /// Reports the attributes.
+    pub(crate) fn query(&self) -> SrqAttr {
+        let st = self.state.lock();
+        SrqAttr {
+            max_wr: st.rq.geo.capacity(),
+            max_sge: st.max_sge,
+            srq_limit: st.limit,
+        }
+    }
+
+    /// Frees the SRQ number.
+    pub(crate) fn destroy(srq: &Srq<Rrxe>) -> Result {
+        srq.device().srq_pool.free(srq.srq_num);
+        Ok(())
+    }
+}

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles (`struct ib_ah`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings,
+    rdma::{
+        device::{
+            Device,
+            Driver, //
+        },
+        udata::Udata, //
+    },
+};
+use core::ops::Deref;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// An address vector (`struct rdma_ah_attr`), kept without its
+/// `sgid_attr` reference (the RDMA core only lends it during a call).
+pub struct AhAttr(bindings::rdma_ah_attr);
+
+// SAFETY: The only pointer (`grh.sgid_attr`) is always NULL in a stored `AhAttr`.
+unsafe impl Send for AhAttr {}
+// SAFETY: As above.
+unsafe impl Sync for AhAttr {}
+
+impl AhAttr {
+    fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+        // SAFETY: Plain data; the borrowed reference is cleared below.
+        let mut c = Self(unsafe { core::ptr::read(a) });
+        c.0.grh.sgid_attr = core::ptr::null();
+        c
+    }
+
+    /// Port number.
+    pub fn port_num(&self) -> u32 {
+        self.0.port_num
+    }
+
+    /// Whether a GRH is present (`IB_AH_GRH`, always on RoCE).
+    pub fn has_grh(&self) -> bool {
+        u32::from(self.0.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0
+    }
+
+    /// Index of the source GID.
+    pub fn sgid_index(&self) -> u8 {
+        self.0.grh.sgid_index
+    }
+}
+
+/// An address handle of a device of driver `T`, with the driver's state in
+/// place.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 and valid; `data` is initialised while a reference
+/// to `Self` exists.
+#[repr(C)]
+pub struct Ah<T: Driver> {
+    ib: Opaque<bindings::ib_ah>,
+    data: T::AhData,
+}
+
+// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
+unsafe impl<T: Driver> Send for Ah<T> {}
+// SAFETY: The data is `Sync`.
+unsafe impl<T: Driver> Sync for Ah<T> {}
+
+impl<T: Driver> Ah<T> {
+    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
+    pub(crate) const SIZE: usize = {
+        assert!(core::mem::offset_of!(Self, ib) == 0);
+        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// The device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// `create_ah` / `create_user_ah` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a fresh, zeroed AH of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn create_callback(
+        ptr: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Valid for the call, with a valid `ah_attr`.
+            let attr = AhAttr::from_raw(unsafe { &*(*init).ah_attr });
+            // SAFETY: `device` is set by the core.
+            let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            let dinit = T::create_ah(dev, attr, udata)?;
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: Uninitialised memory in the allocation; on error the core frees it.
+            unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
+            Ok(0)
+        })
+    }
+
+    /// `query_ah` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live AH.
+    pub(crate) unsafe extern "C" fn query_callback(
+        ptr: *mut bindings::ib_ah,
+        out: *mut bindings::rdma_ah_attr,
+    ) -> c_int {
+        from_result(|| {
+            // CAST: `ib` is the first field.
+            // SAFETY: By the safety requirements.
+            let ah = unsafe { &*ptr.cast::<Self>() };
+            let a = T::query_ah(ah);
+            // SAFETY: `out` is valid for writes; the copy is plain data.
+            unsafe { core::ptr::write(out, core::ptr::read(&a.0)) };
+            Ok(0)
+        })
+    }
+
+    /// `destroy_ah` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` once for an AH whose creation succeeded.
+    pub(crate) unsafe extern "C" fn destroy_callback(
+        ptr: *mut bindings::ib_ah,
+        _flags: u32,
+    ) -> c_int {
+        from_result(|| {
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: Valid by the safety requirements.
+            T::destroy_ah(unsafe { &*this })?;
+            // SAFETY: Dropped only here.
+            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            Ok(0)
+        })
+    }
+}
+
+impl<T: Driver> Deref for Ah<T> {
+    type Target = T::AhData;
+
+    fn deref(&self) -> &T::AhData {
+        &self.data
+    }
+}
+
+impl Clone for AhAttr {
+    fn clone(&self) -> Self {
+        // SAFETY: Plain data without references (the invariant above).
+        Self(unsafe { core::ptr::read(&self.0) })
+    }
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues (`struct ib_cq`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings,
+    rdma::{
+        device::{
+            Device,
+            Driver, //
+        },
+        udata::Udata,
+        wc::Wc, //
+    },
+};
+use core::ops::Deref;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// Creation attributes of a CQ (`struct ib_cq_init_attr`).
+#[derive(Clone, Copy, Debug)]
+pub struct CqInitAttr {
+    /// Minimum number of entries requested.
+    pub cqe: u32,
+    /// Completion vector.
+    pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*` creation flags.
+    pub flags: u32,
+}
+
+/// Flags of `req_notify_cq` (`enum ib_cq_notify_flags`).
+#[derive(Clone, Copy, Debug)]
+pub struct NotifyFlags(pub u32);
+
+impl NotifyFlags {
+    /// `IB_CQ_SOLICITED`.
+    pub const SOLICITED: u32 = bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
+    /// `IB_CQ_NEXT_COMP`.
+    pub const NEXT_COMP: u32 = bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
+    /// `IB_CQ_SOLICITED_MASK`.
+    pub const SOLICITED_MASK: u32 = bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK;
+    /// `IB_CQ_REPORT_MISSED_EVENTS`.
+    pub const REPORT_MISSED_EVENTS: u32 = bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
+}
+
+/// A completion queue of a device of driver `T`, with the driver's state in
+/// place.
+///
+/// # Invariants
+///
+/// - `ib` is at offset 0 and is a valid `struct ib_cq` of a device of driver
+///   `T` while a reference to `Self` exists.
+/// - `data` is initialised while a reference to `Self` exists.
+#[repr(C)]
+pub struct Cq<T: Driver> {
+    ib: Opaque<bindings::ib_cq>,
+    data: T::CqData,
+}
+
+// SAFETY: The C part is synchronised by the RDMA core; `T::CqData` is `Send`.
+unsafe impl<T: Driver> Send for Cq<T> {}
+// SAFETY: Shared access only touches the C fields the RDMA core allows concurrently (handlers)
+// and `T::CqData`, which is `Sync`.
+unsafe impl<T: Driver> Sync for Cq<T> {}
+
+impl<T: Driver> Cq<T> {
+    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
+    pub(crate) const SIZE: usize = {
+        assert!(core::mem::offset_of!(Self, ib) == 0);
+        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// Returns the device of the CQ.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant; the device outlives its CQs.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Returns the C struct.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_cq {
+        self.ib.get()
+    }
+
+    /// Returns the CQ whose `ib_cq` is `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib_cq` of a live `Cq<T>` with initialised data, valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_cq) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `#[repr(C)]` `Self`; valid by the safety
+        // requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// Sets the number of entries reported to the consumer (`ib_cq.cqe`).
+    pub fn set_cqe(&self, cqe: u32) {
+        // SAFETY: `cqe` is only written by the driver (create and resize, which the RDMA core
+        // serialises with respect to each other).
+        unsafe { (*self.ib.get()).cqe = cqe as c_int };
+    }
+
+    /// Calls the consumer's completion handler. Must be called without
+    /// driver locks that the consumer's re-arming can take.
+    pub fn comp_handler(&self) {
+        // SAFETY: The CQ is valid.
+        unsafe { bindings::cq_comp_handler(self.as_raw()) }
+    }
+
+    /// Reports a CQ overrun (`IB_EVENT_CQ_ERR`) to the consumer.
+    pub fn report_overrun(&self) {
+        // SAFETY: The CQ is valid.
+        unsafe { bindings::cq_event(self.as_raw(), bindings::ib_event_type_IB_EVENT_CQ_ERR) }
+    }
+
+    /// Builds a completion of a kernel QP on this CQ: fills the QP pointer
+    /// kernel consumers expect in `ib_wc.qp`.
+    pub fn set_wc_qp(wc: &mut Wc, qp: usize) {
+        wc.qp = qp;
+    }
+
+    /// `create_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a fresh, zeroed CQ of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn create_callback(
+        ptr: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ptr` is valid and belongs to a device of driver `T`.
+            let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
+            // SAFETY: `attr` is valid for the call.
+            let a = unsafe { &*attr };
+            let init_attr = CqInitAttr {
+                cqe: a.cqe,
+                comp_vector: a.comp_vector,
+                flags: a.flags,
+            };
+            // SAFETY: `attrs` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(bindings::attrs_udata(attrs)) };
+            let (init, cqe) = T::create_cq(dev, &init_attr, udata)?;
+            // CAST: `ib` is the first field of the `#[repr(C)]` `Self`.
+            let this = ptr.cast::<Self>();
+            // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
+            // until `ib_core` frees it after `destroy_callback`. On error `ib_core` frees the
+            // memory without calling `destroy_callback`.
+            unsafe { init.__pinned_init(&raw mut (*this).data) }?;
+            // SAFETY: No one else accesses the new CQ yet.
+            unsafe { (*ptr).cqe = cqe as c_int };
+            Ok(0)
+        })
+    }
+
+    /// `destroy_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a CQ whose `create_callback` succeeded, with no
+    /// concurrent operation on it.
+    pub(crate) unsafe extern "C" fn destroy_callback(
+        ptr: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let cq = unsafe { Self::from_raw(ptr) };
+            T::destroy_cq(cq)?;
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: `data` is initialised and dropped only here; the destroy was accepted, so
+            // nothing uses the CQ after this call.
+            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            Ok(0)
+        })
+    }
+
+    /// `resize_user_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live CQ.
+    pub(crate) unsafe extern "C" fn resize_callback(
+        ptr: *mut bindings::ib_cq,
+        cqe: c_uint,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let cq = unsafe { Self::from_raw(ptr) };
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            T::resize_cq(cq, cqe, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// `poll_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live CQ with `wc` valid for `num` entries.
+    pub(crate) unsafe extern "C" fn poll_callback(
+        ptr: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        // SAFETY: By the safety requirements.
+        let cq = unsafe { Self::from_raw(ptr) };
+        let mut n = 0usize;
+        let max = usize::try_from(num).unwrap_or(0);
+        T::poll_cq(cq, max, &mut |w: &Wc| {
+            if n < max {
+                // SAFETY: The first `max` entries of `wc` are valid for writes, and `n < max`.
+                let slot = unsafe { &mut *wc.add(n) };
+                w.write_raw(slot);
+                n += 1;
+            }
+        });
+        n as c_int
+    }
+
+    /// `peek_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live CQ.
+    pub(crate) unsafe extern "C" fn peek_callback(ptr: *mut bindings::ib_cq, n: c_int) -> c_int {
+        // SAFETY: By the safety requirements.
+        let cq = unsafe { Self::from_raw(ptr) };
+        let count = T::peek_cq(cq);
+        count.min(u32::try_from(n).unwrap_or(0)) as c_int
+    }
+
+    /// `req_notify_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live CQ.
+    pub(crate) unsafe extern "C" fn req_notify_callback(
+        ptr: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        // SAFETY: By the safety requirements.
+        let cq = unsafe { Self::from_raw(ptr) };
+        c_int::from(T::req_notify_cq(cq, NotifyFlags(flags)))
+    }
+}
+
+impl<T: Driver> Deref for Cq<T> {
+    type Target = T::CqData;
+
+    fn deref(&self) -> &Self::Target {
+        &self.data
+    }
+}

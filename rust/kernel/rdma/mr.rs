@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions (`struct ib_mr`), allocated by the driver.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings,
+    rdma::{
+        device::{
+            Device,
+            Driver, //
+        },
+        pd::Pd,
+        udata::Udata, //
+    },
+};
+use core::ops::Deref;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// Keys and geometry of a new memory region.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MrKeys {
+    /// Local key.
+    pub lkey: u32,
+    /// Remote key.
+    pub rkey: u32,
+    /// I/O virtual address of the first byte.
+    pub iova: u64,
+    /// Length in bytes.
+    pub length: u64,
+}
+
+/// Arguments of `reg_user_mr`.
+#[derive(Clone, Copy, Debug)]
+pub struct UserMrArgs {
+    /// User virtual address.
+    pub start: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// I/O virtual address the region is accessed at.
+    pub iova: u64,
+    /// `IB_ACCESS_*` flags.
+    pub access: i32,
+}
+
+/// A memory region of a device of driver `T`.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0; `self` was allocated by [`KBox`] in one of the
+/// create callbacks and is freed in `dereg_callback`.
+#[repr(C)]
+#[pin_data]
+pub struct Mr<T: Driver> {
+    ib: Opaque<bindings::ib_mr>,
+    #[pin]
+    data: T::MrData,
+}
+
+// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
+unsafe impl<T: Driver> Send for Mr<T> {}
+// SAFETY: The data is `Sync`.
+unsafe impl<T: Driver> Sync for Mr<T> {}
+
+impl<T: Driver> Mr<T> {
+    /// Returns the device of the region.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: `device` is set at creation; the device outlives its MRs.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    fn create(
+        pd: *mut bindings::ib_pd,
+        init: impl PinInit<T::MrData, Error>,
+        keys: MrKeys,
+    ) -> Result<*mut bindings::ib_mr> {
+        let b = KBox::pin_init(
+            try_pin_init!(Self {
+                ib: Opaque::zeroed(),
+                data <- init,
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The box is only turned back into a `KBox` in `dereg_callback`, and the object
+        // is never moved.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(b) });
+        // SAFETY: `raw` is valid; `pd` is a valid PD.
+        unsafe {
+            let ib = &mut *(*raw).ib.get();
+            ib.device = (*pd).device;
+            ib.pd = pd;
+            ib.lkey = keys.lkey;
+            ib.rkey = keys.rkey;
+            ib.iova = keys.iova;
+            ib.length = keys.length;
+        }
+        // CAST: `ib` is the first field.
+        Ok(raw.cast())
+    }
+
+    /// `get_dma_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a live PD of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn get_dma_callback(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: By the safety requirements.
+        let p = unsafe { Pd::<T>::from_raw(pd) };
+        match T::get_dma_mr(p, access).and_then(|(init, keys)| Self::create(pd, init, keys)) {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// `reg_user_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a live PD of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn reg_user_callback(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        if !dmah.is_null() {
+            return crate::rdma::eopnotsupp().to_ptr();
+        }
+        // SAFETY: By the safety requirements.
+        let p = unsafe { Pd::<T>::from_raw(pd) };
+        // SAFETY: `udata` is NULL or valid for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
+        let args = UserMrArgs {
+            start,
+            length,
+            iova,
+            access,
+        };
+        match T::reg_user_mr(p, &args, udata).and_then(|(init, keys)| Self::create(pd, init, keys))
+        {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// `dereg_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` once for an MR created by this abstraction.
+    pub(crate) unsafe extern "C" fn dereg_callback(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // CAST: `ib` is the first field.
+            let this = mr.cast::<Self>();
+            // SAFETY: Valid by the safety requirements.
+            T::dereg_mr(unsafe { &*this })?;
+            // SAFETY: Allocated by `KBox` in `create`; nothing uses it after this call.
+            drop(unsafe { KBox::from_raw(this) });
+            Ok(0)
+        })
+    }
+}
+
+impl<T: Driver> Deref for Mr<T> {
+    type Target = T::MrData;
+
+    fn deref(&self) -> &T::MrData {
+        &self.data
+    }
+}

@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (`struct ib_qp`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings,
+    rdma::{
+        cq::Cq,
+        device::{
+            Device,
+            Driver, //
+        },
+        udata::Udata, //
+    },
+};
+use core::ops::Deref;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// QP types (`enum ib_qp_type`) as raw values.
+pub mod qp_type {
+    use crate::bindings;
+    /// `IB_QPT_SMI`.
+    pub const SMI: u32 = bindings::ib_qp_type_IB_QPT_SMI;
+    /// `IB_QPT_GSI`.
+    pub const GSI: u32 = bindings::ib_qp_type_IB_QPT_GSI;
+    /// `IB_QPT_RC`.
+    pub const RC: u32 = bindings::ib_qp_type_IB_QPT_RC;
+    /// `IB_QPT_UC`.
+    pub const UC: u32 = bindings::ib_qp_type_IB_QPT_UC;
+    /// `IB_QPT_UD`.
+    pub const UD: u32 = bindings::ib_qp_type_IB_QPT_UD;
+}
+
+/// QP states (`enum ib_qp_state`) as raw values.
+pub mod qp_state {
+    use crate::bindings;
+    /// `IB_QPS_RESET`.
+    pub const RESET: u32 = bindings::ib_qp_state_IB_QPS_RESET;
+    /// `IB_QPS_INIT`.
+    pub const INIT: u32 = bindings::ib_qp_state_IB_QPS_INIT;
+    /// `IB_QPS_RTR`.
+    pub const RTR: u32 = bindings::ib_qp_state_IB_QPS_RTR;
+    /// `IB_QPS_RTS`.
+    pub const RTS: u32 = bindings::ib_qp_state_IB_QPS_RTS;
+    /// `IB_QPS_SQD`.
+    pub const SQD: u32 = bindings::ib_qp_state_IB_QPS_SQD;
+    /// `IB_QPS_SQE`.
+    pub const SQE: u32 = bindings::ib_qp_state_IB_QPS_SQE;
+    /// `IB_QPS_ERR`.
+    pub const ERR: u32 = bindings::ib_qp_state_IB_QPS_ERR;
+}
+
+/// Attribute mask bits (`enum ib_qp_attr_mask`).
+pub mod mask {
+    use crate::bindings;
+    /// `IB_QP_STATE`.
+    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    /// `IB_QP_CUR_STATE`.
+    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    /// `IB_QP_ACCESS_FLAGS`.
+    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    /// `IB_QP_PKEY_INDEX`.
+    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    /// `IB_QP_PORT`.
+    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    /// `IB_QP_QKEY`.
+    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    /// `IB_QP_AV`.
+    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    /// `IB_QP_PATH_MTU`.
+    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    /// `IB_QP_TIMEOUT`.
+    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    /// `IB_QP_RETRY_CNT`.
+    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    /// `IB_QP_RNR_RETRY`.
+    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    /// `IB_QP_RQ_PSN`.
+    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    /// `IB_QP_MAX_QP_RD_ATOMIC`.
+    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    /// `IB_QP_ALT_PATH`.
+    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    /// `IB_QP_MIN_RNR_TIMER`.
+    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    /// `IB_QP_SQ_PSN`.
+    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
+    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    /// `IB_QP_PATH_MIG_STATE`.
+    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    /// `IB_QP_CAP`.
+    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    /// `IB_QP_DEST_QPN`.
+    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    /// `IB_QP_ATTR_STANDARD_BITS`: every bit below `IB_QP_RATE_LIMIT`.
+    pub const STANDARD_BITS: u32 = (bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT << 1) - 1;
+}
+
+/// Capabilities of a QP's work queues (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpCap {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// SGEs per send WR.
+    pub max_send_sge: u32,
+    /// SGEs per receive WR.
+    pub max_recv_sge: u32,
+    /// Inline data per send WR, in bytes.
+    pub max_inline_data: u32,
+}
+
+impl QpCap {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write_raw(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// Creation attributes of a QP (`struct ib_qp_init_attr`).
+#[derive(Clone, Copy, Debug)]
+pub struct QpInitAttr {
+    /// `enum ib_qp_type`, see [`qp_type`].
+    pub qp_type: u32,
+    /// Requested capabilities; the driver writes back what it allocated.
+    pub cap: QpCap,
+    /// Every send WR completes (`IB_SIGNAL_ALL_WR`).
+    pub sq_sig_all: bool,
+    /// `enum ib_qp_create_flags`.
+    pub create_flags: u32,
+    /// Port (GSI/SMI only).
+    pub port_num: u32,
+    /// Whether both CQs are given.
+    pub has_cqs: bool,
+    /// Whether the QP receives from an SRQ.
+    pub has_srq: bool,
+}
+
+/// Attributes of a QP (`struct ib_qp_attr`), as the driver stores and
+/// reports them.
+///
+/// The address vectors are kept without their `sgid_attr` references (the
+/// RDMA core only lends those for the duration of a call).
+pub struct QpAttr(bindings::ib_qp_attr);
+
+impl Clone for QpAttr {
+    fn clone(&self) -> Self {
+        Self(self.0.clone_raw())
+    }
+}
+
+// SAFETY: The only pointers (`sgid_attr`, `xmit_slave`) are always NULL in a stored `QpAttr`.
+unsafe impl Send for QpAttr {}
+// SAFETY: As above.
+unsafe impl Sync for QpAttr {}
+
+macro_rules! qp_attr_accessors {
+    ($($(#[$m:meta])* $get:ident, $set:ident: $t:ty;)*) => {
+        $(
+            $(#[$m])*
+            pub fn $get(&self) -> $t { self.0.$get }
+            /// Sets the field of the same name.
+            pub fn $set(&mut self, v: $t) { self.0.$get = v; }
+        )*
+    };
+}
+
+impl QpAttr {
+    /// All-zero attributes (state RESET).
+    pub fn new() -> Self {
+        // SAFETY: All-zero is a valid `ib_qp_attr`.
+        Self(unsafe { core::mem::zeroed() })
+    }
+
+    fn from_raw(a: &bindings::ib_qp_attr) -> Self {
+        // SAFETY: `ib_qp_attr` is plain data; the copy is a bitwise snapshot.
+        let mut c = Self(unsafe { core::ptr::read(a) });
+        c.0.ah_attr.grh.sgid_attr = core::ptr::null();
+        c.0.alt_ah_attr.grh.sgid_attr = core::ptr::null();
+        c.0.xmit_slave = core::ptr::null_mut();
+        c
+    }
+
+    qp_attr_accessors! {
+        /// `qp_state`.
+        qp_state, set_qp_state: u32;
+        /// `cur_qp_state`.
+        cur_qp_state, set_cur_qp_state: u32;
+        /// `path_mtu` (`enum ib_mtu`).
+        path_mtu, set_path_mtu: u32;
+        /// `qp_access_flags`.
+        qp_access_flags, set_qp_access_flags: i32;
+        /// `port_num`.
+        port_num, set_port_num: u32;
+        /// `alt_port_num`.
+        alt_port_num, set_alt_port_num: u32;
+        /// `timeout` (4.096 µs × 2^timeout).
+        timeout, set_timeout: u8;
+        /// `alt_timeout`.
+        alt_timeout, set_alt_timeout: u8;
+        /// `max_rd_atomic`.
+        max_rd_atomic, set_max_rd_atomic: u8;
+        /// `max_dest_rd_atomic`.
+        max_dest_rd_atomic, set_max_dest_rd_atomic: u8;
+        /// `sq_draining`.
+        sq_draining, set_sq_draining: u8;
+        /// `sq_psn`.
+        sq_psn, set_sq_psn: u32;
+        /// `rq_psn`.
+        rq_psn, set_rq_psn: u32;
+    }
+
+    /// `cap`.
+    pub fn cap(&self) -> QpCap {
+        QpCap::from_raw(&self.0.cap)
+    }
+
+    /// Sets `cap`.
+    pub fn set_cap(&mut self, cap: &QpCap) {
+        cap.write_raw(&mut self.0.cap);
+    }
+
+    /// Port of the primary address vector.
+    pub fn ah_port_num(&self) -> u32 {
+        self.0.ah_attr.port_num
+    }
+
+    /// Copies the fields of `new` selected by `mask` (`IB_QP_*`), except the
+    /// state, which the caller sets after its checks.
+    pub fn merge(&mut self, new: &QpAttr, m: u32) {
+        let (d, s) = (&mut self.0, &new.0);
+        macro_rules! take {
+            ($bit:expr, $($f:ident),+) => {
+                if m & $bit != 0 { $(d.$f = s.$f;)+ }
+            };
+        }
+        take!(mask::CUR_STATE, cur_qp_state);
+        take!(mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+        take!(mask::ACCESS_FLAGS, qp_access_flags);
+        take!(mask::PKEY_INDEX, pkey_index);
+        take!(mask::PORT, port_num);
+        take!(mask::QKEY, qkey);
+        if m & mask::AV != 0 {
+            // SAFETY: Plain data copy; the `sgid_attr` reference is dropped below.
+            d.ah_attr = unsafe { core::ptr::read(&s.ah_attr) };
+            d.ah_attr.grh.sgid_attr = core::ptr::null();
+        }
+        if m & mask::ALT_PATH != 0 {
+            // SAFETY: As above.
+            d.alt_ah_attr = unsafe { core::ptr::read(&s.alt_ah_attr) };
+            d.alt_ah_attr.grh.sgid_attr = core::ptr::null();
+            d.alt_port_num = s.alt_port_num;
+            d.alt_pkey_index = s.alt_pkey_index;
+            d.alt_timeout = s.alt_timeout;
+        }
+        take!(mask::PATH_MTU, path_mtu);
+        take!(mask::TIMEOUT, timeout);
+        take!(mask::RETRY_CNT, retry_cnt);
+        take!(mask::RNR_RETRY, rnr_retry);
+        take!(mask::RQ_PSN, rq_psn);
+        take!(mask::MAX_QP_RD_ATOMIC, max_rd_atomic);
+        take!(mask::MIN_RNR_TIMER, min_rnr_timer);
+        take!(mask::SQ_PSN, sq_psn);
+        take!(mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+        take!(mask::PATH_MIG_STATE, path_mig_state);
+        take!(mask::DEST_QPN, dest_qp_num);
+    }
+}
+
+impl Default for QpAttr {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether the IBTA transition table allows going from `cur` to `next` for
+/// a QP of type `ty` with attribute mask `mask` (`ib_modify_qp_is_ok`).
+pub fn modify_is_ok(cur: u32, next: u32, ty: u32, mask: u32) -> bool {
+    // SAFETY: Pure function over its arguments.
+    unsafe { bindings::ib_modify_qp_is_ok(cur, next, ty, mask) }
+}
+
+/// A send work request of a kernel consumer.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr {
+    /// The consumer's id.
+    pub wr_id: u64,
+    /// `enum ib_wr_opcode`.
+    pub opcode: u32,
+    /// `IB_SEND_*` flags.
+    pub send_flags: i32,
+    /// Number of SGEs.
+    pub num_sge: u32,
+}
+
+/// A receive work request of a kernel consumer.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr {
+    /// The consumer's id.
+    pub wr_id: u64,
+    /// Number of SGEs.
+    pub num_sge: u32,
+}
+
+/// A queue pair of a device of driver `T`, with the driver's state in place.
+///
+/// # Invariants
+///
+/// - `ib` is at offset 0 and is a valid `struct ib_qp` of a device of driver
+///   `T` while a reference to `Self` exists.
+/// - `data` is initialised while a reference to `Self` exists.
+#[repr(C)]
+pub struct Qp<T: Driver> {
+    ib: Opaque<bindings::ib_qp>,
+    data: T::QpData,
+}
+
+// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
+unsafe impl<T: Driver> Send for Qp<T> {}
+// SAFETY: The data is `Sync`; the C fields read through `&self` are constant after creation.
+unsafe impl<T: Driver> Sync for Qp<T> {}
+
+/// The QP being created, before its driver state exists.
+pub struct NewQp<T: Driver>(*mut bindings::ib_qp, core::marker::PhantomData<T>);
+
+impl<T: Driver> NewQp<T> {
+    /// The device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: `device` is set by the RDMA core before `create_qp`.
+        unsafe { Device::from_raw((*self.0).device) }
+    }
+
+    /// The send CQ.
+    pub fn send_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: Set by the RDMA core from the init attributes; a CQ of our device, alive while
+        // the QP holds its use count.
+        unsafe {
+            (*self.0)
+                .send_cq
+                .as_ref()
+                .map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut()))
+        }
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: As for `send_cq`.
+        unsafe {
+            (*self.0)
+                .recv_cq
+                .as_ref()
+                .map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut()))
+        }
+    }
+}
+
+impl<T: Driver> Qp<T> {
+    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
+    pub(crate) const SIZE: usize = {
+        assert!(core::mem::offset_of!(Self, ib) == 0);
+        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib_qp` of a live `Qp<T>` with initialised data, valid for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp) -> &'a Self {
+        // SAFETY: By the safety requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: Constant after creation.
+        unsafe { (*self.ib.get()).qp_num }
+    }
+
+    /// The QP type (see [`qp_type`]).
+    pub fn qp_type(&self) -> u32 {
+        // SAFETY: Constant after creation.
+        unsafe { (*self.ib.get()).qp_type }
+    }
+
+    /// Whether the QP belongs to user space.
+    pub fn is_user(&self) -> bool {
+        // SAFETY: Constant after creation.
+        unsafe { !(*self.ib.get()).uobject.is_null() }
+    }
+
+    /// Address of the C QP, for kernel work completions.
+    pub fn wc_qp(&self) -> usize {
+        self.ib.get() as usize
+    }
+
+    /// The send CQ.
+    pub fn send_cq(&self) -> &Cq<T> {
+        // SAFETY: A QP always has a send CQ of our device (checked at creation); it outlives the
+        // QP (the core holds a use count).
+        unsafe { Cq::from_raw((*self.ib.get()).send_cq) }
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> &Cq<T> {
+        // SAFETY: As for `send_cq`.
+        unsafe { Cq::from_raw((*self.ib.get()).recv_cq) }
+    }
+
+    /// `create_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a fresh, zeroed QP of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn create_callback(
+        ptr: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `init` is valid for the call.
+            let ia = unsafe { &mut *init };
+            let mut attr = QpInitAttr {
+                qp_type: ia.qp_type,
+                cap: QpCap::from_raw(&ia.cap),
+                sq_sig_all: ia.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+                create_flags: ia.create_flags,
+                port_num: ia.port_num,
+                has_cqs: !ia.send_cq.is_null() && !ia.recv_cq.is_null(),
+                has_srq: !ia.srq.is_null(),
+            };
+            let new = NewQp::<T>(ptr, core::marker::PhantomData);
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            let (dinit, qp_num) = T::create_qp(&new, &mut attr, udata)?;
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: `data` is uninitialised memory inside the allocation; on error `ib_core`
+            // frees it without calling `destroy_callback`.
+            unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
+            // SAFETY: No one else uses the new QP yet.
+            unsafe { (*ptr).qp_num = qp_num };
+            attr.cap.write_raw(&mut ia.cap);
+            Ok(0)
+        })
+    }
+
+    /// `modify_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live QP.
+    pub(crate) unsafe extern "C" fn modify_callback(
+        ptr: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        m: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            // SAFETY: `attr` is valid for the call.
+            let a = QpAttr::from_raw(unsafe { &*attr });
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            T::modify_qp(qp, &a, m as u32, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// `query_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live QP with valid output structs.
+    pub(crate) unsafe extern "C" fn query_callback(
+        ptr: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _m: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            let (a, sq_sig_all) = T::query_qp(qp)?;
+            // SAFETY: `attr` and `init` are valid for writes for the call; the init attributes
+            // were zeroed by the caller.
+            unsafe {
+                core::ptr::write(attr, a.0.clone_raw());
+                let ia = &mut *init;
+                ia.send_cq = (*ptr).send_cq;
+                ia.recv_cq = (*ptr).recv_cq;
+                ia.srq = (*ptr).srq;
+                ia.qp_type = (*ptr).qp_type;
+                ia.cap = core::ptr::read(&(*attr).cap);
+                ia.sq_sig_type = if sq_sig_all {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+                } else {
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+                };
+            }
+            Ok(0)
+        })
+    }
+
+    /// `destroy_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` once for a QP whose creation succeeded.
+    pub(crate) unsafe extern "C" fn destroy_callback(
+        ptr: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            T::destroy_qp(qp)?;
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: Dropped only here; nothing uses the QP afterwards.
+            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            Ok(0)
+        })
+    }
+
+    /// `post_send` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live QP; `wr` is NULL (user doorbell) or a
+    /// valid list; `bad` is valid for writes when `wr` is not NULL.
+    pub(crate) unsafe extern "C" fn post_send_callback(
+        ptr: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        // SAFETY: By the safety requirements.
+        let qp = unsafe { Self::from_raw(ptr) };
+        let mut cur = wr;
+        if cur.is_null() {
+            return from_result(|| T::post_send(qp, None).map(|()| 0));
+        }
+        while !cur.is_null() {
+            // SAFETY: A valid element of the list.
+            let w = unsafe { &*cur };
+            let s = SendWr {
+                wr_id: w.__bindgen_anon_1.bindgen_union_field,
+                opcode: w.opcode,
+                send_flags: w.send_flags,
+                num_sge: w.num_sge.max(0) as u32,
+            };
+            if let Err(e) = T::post_send(qp, Some(&s)) {
+                if !bad.is_null() {
+                    // SAFETY: `bad` is valid for writes.
+                    unsafe { *bad = cur };
+                }
+                return e.to_errno();
+            }
+            cur = w.next;
+        }
+        0
+    }
+
+    /// `post_recv` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live QP with a valid list; `bad` is valid
+    /// for writes.
+    pub(crate) unsafe extern "C" fn post_recv_callback(
+        ptr: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: By the safety requirements.
+        let qp = unsafe { Self::from_raw(ptr) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: A valid element of the list.
+            let w = unsafe { &*cur };
+            let r = RecvWr {
+                wr_id: w.__bindgen_anon_1.bindgen_union_field,
+                num_sge: w.num_sge.max(0) as u32,
+            };
+            if let Err(e) = T::post_recv(qp, &r) {
+                if !bad.is_null() {
+                    // SAFETY: `bad` is valid for writes.
+                    unsafe { *bad = cur };
+                }
+                return e.to_errno();
+            }
+            cur = w.next;
+        }
+        0
+    }
+}
+
+trait CloneRaw {
+    fn clone_raw(&self) -> Self;
+}
+
+impl CloneRaw for bindings::ib_qp_attr {
+    fn clone_raw(&self) -> Self {
+        // SAFETY: Plain data.
+        unsafe { core::ptr::read(self) }
+    }
+}
+
+impl<T: Driver> Deref for Qp<T> {
+    type Target = T::QpData;
+
+    fn deref(&self) -> &T::QpData {
+        &self.data
+    }
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues (`struct ib_srq`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use crate::{
+    bindings,
+    rdma::{
+        device::{
+            Device,
+            Driver, //
+        },
+        udata::Udata, //
+    },
+};
+use core::ops::Deref;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// Attributes of an SRQ (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SrqAttr {
+    /// Queue depth.
+    pub max_wr: u32,
+    /// SGEs per WR.
+    pub max_sge: u32,
+    /// Limit that raises `IB_EVENT_SRQ_LIMIT_REACHED` once armed.
+    pub srq_limit: u32,
+}
+
+/// `IB_SRQ_MAX_WR`.
+pub const SRQ_MAX_WR: u32 = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+/// `IB_SRQ_LIMIT`.
+pub const SRQ_LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+
+impl SrqAttr {
+    fn from_raw(a: &bindings::ib_srq_attr) -> Self {
+        Self {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
+    }
+
+    fn write_raw(&self, a: &mut bindings::ib_srq_attr) {
+        a.max_wr = self.max_wr;
+        a.max_sge = self.max_sge;
+        a.srq_limit = self.srq_limit;
+    }
+}
+
+/// An SRQ of a device of driver `T`, with the driver's state in place.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 and valid; `data` is initialised while a reference
+/// to `Self` exists.
+#[repr(C)]
+pub struct Srq<T: Driver> {
+    ib: Opaque<bindings::ib_srq>,
+    data: T::SrqData,
+}
+
+// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
+unsafe impl<T: Driver> Send for Srq<T> {}
+// SAFETY: The data is `Sync`.
+unsafe impl<T: Driver> Sync for Srq<T> {}
+
+impl<T: Driver> Srq<T> {
+    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
+    pub(crate) const SIZE: usize = {
+        assert!(core::mem::offset_of!(Self, ib) == 0);
+        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib_srq` of a live `Srq<T>` with initialised data.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_srq) -> &'a Self {
+        // SAFETY: By the safety requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// `create_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a fresh, zeroed SRQ of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn create_callback(
+        ptr: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Valid for the call.
+            let ia = unsafe { &mut *init };
+            // SAFETY: `device` is set by the core.
+            let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
+            if ia.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+                return Err(crate::rdma::eopnotsupp());
+            }
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            let mut attr = SrqAttr::from_raw(&ia.attr);
+            let dinit = T::create_srq(dev, &mut attr, udata)?;
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: Uninitialised memory in the allocation; on error the core frees it
+            // without calling `destroy_callback`.
+            unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
+            attr.write_raw(&mut ia.attr);
+            Ok(0)
+        })
+    }
+
+    /// `modify_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live SRQ.
+    pub(crate) unsafe extern "C" fn modify_callback(
+        ptr: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let srq = unsafe { Self::from_raw(ptr) };
+            // SAFETY: Valid for the call.
+            let a = SrqAttr::from_raw(unsafe { &*attr });
+            // SAFETY: `udata` is NULL or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            T::modify_srq(srq, &a, mask, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// `query_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live SRQ.
+    pub(crate) unsafe extern "C" fn query_callback(
+        ptr: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let srq = unsafe { Self::from_raw(ptr) };
+            // SAFETY: Valid for writes for the call.
+            T::query_srq(srq).write_raw(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// `destroy_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` once for an SRQ whose creation succeeded.
+    pub(crate) unsafe extern "C" fn destroy_callback(
+        ptr: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let srq = unsafe { Self::from_raw(ptr) };
+            T::destroy_srq(srq)?;
+            // CAST: `ib` is the first field.
+            let this = ptr.cast::<Self>();
+            // SAFETY: Dropped only here; nothing uses the SRQ afterwards.
+            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            Ok(0)
+        })
+    }
+}
+
+impl<T: Driver> Deref for Srq<T> {
+    type Target = T::SrqData;
+
+    fn deref(&self) -> &T::SrqData {
+        &self.data
+    }
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work completions: `struct ib_wc` for kernel consumers and
+//! `struct ib_uverbs_wc` (48 bytes) in user-space completion queues.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/uapi/rdma/ib_user_verbs.h`](srctree/include/uapi/rdma/ib_user_verbs.h)
+
+use crate::bindings;
+
+/// Size of `struct ib_uverbs_wc`.
+pub const UVERBS_WC_SIZE: usize = 48;
+/// Size of `struct ib_wc` (with `UVERBS_WC_SIZE`, what a CQ slot must hold).
+pub const KERNEL_WC_SIZE: usize = core::mem::size_of::<bindings::ib_wc>();
+
+/// Completion status (`enum ib_wc_status`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum WcStatus {
+    /// `IB_WC_SUCCESS`.
+    Success = bindings::ib_wc_status_IB_WC_SUCCESS,
+    /// `IB_WC_LOC_LEN_ERR`.
+    LocLenErr = bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+    /// `IB_WC_LOC_QP_OP_ERR`.
+    LocQpOpErr = bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+    /// `IB_WC_LOC_PROT_ERR`.
+    LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+    /// `IB_WC_WR_FLUSH_ERR`.
+    WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+    /// `IB_WC_MW_BIND_ERR`.
+    MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
+}
+
+/// One work completion, independent of who consumes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Wc {
+    /// The consumer's work request id (for kernel consumers it may hold a
+    /// `struct ib_cqe *`).
+    pub wr_id: u64,
+    /// Completion status.
+    pub status: WcStatus,
+    /// `enum ib_wc_opcode` (same numbering for user space).
+    pub opcode: u32,
+    /// Bytes transferred.
+    pub byte_len: u32,
+    /// Immediate data (big endian, as received) or invalidated rkey.
+    pub ex: u32,
+    /// Local QP number.
+    pub qp_num: u32,
+    /// Remote QP number (UD).
+    pub src_qp: u32,
+    /// `IB_WC_*` flags.
+    pub wc_flags: u32,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Port number.
+    pub port_num: u8,
+    /// The kernel QP (`struct ib_qp *`, as an address); 0 for user QPs.
+    pub(crate) qp: usize,
+}
+
+impl Wc {
+    /// The 48-byte `struct ib_uverbs_wc`.
+    pub fn to_uverbs(&self) -> [u8; UVERBS_WC_SIZE] {
+        let mut b = [0u8; UVERBS_WC_SIZE];
+        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        b[8..12].copy_from_slice(&(self.status as u32).to_ne_bytes());
+        b[12..16].copy_from_slice(&self.opcode.to_ne_bytes());
+        b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
+        b[24..28].copy_from_slice(&self.ex.to_ne_bytes());
+        b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
+        b[32..36].copy_from_slice(&self.src_qp.to_ne_bytes());
+        b[36..40].copy_from_slice(&self.wc_flags.to_ne_bytes());
+        b[40..42].copy_from_slice(&self.pkey_index.to_ne_bytes());
+        b[46] = self.port_num;
+        b
+    }
+
+    /// Fills the kernel's `struct ib_wc`.
+    pub(crate) fn write_raw(&self, wc: &mut bindings::ib_wc) {
+        // SAFETY: All-zero is a valid `ib_wc`.
+        *wc = unsafe { core::mem::zeroed() };
+        wc.__bindgen_anon_1.bindgen_union_field = self.wr_id;
+        wc.status = self.status as u32;
+        wc.opcode = self.opcode;
+        wc.byte_len = self.byte_len;
+        wc.ex.bindgen_union_field = self.ex;
+        wc.src_qp = self.src_qp;
+        wc.wc_flags = i32::try_from(self.wc_flags).unwrap_or(0);
+        wc.pkey_index = self.pkey_index;
+        wc.port_num = self.port_num.into();
+        wc.qp = self.qp as *mut bindings::ib_qp;
+    }
+}

@@ -1,0 +1,255 @@
+# Verbs objects (CQ, MR, QP, SRQ, AH) through the stock rdma-core rxe
+# provider, for any DRIVER (rxe or rrxe), in one VM: pyverbs' object-level
+# suites, compared per test with the C driver's outcomes recorded below, the
+# objects listed by `rdma res show`, and no leaked index afterwards.
+# drivers: rxe rrxe
+
+check "link-add" rdma_up
+
+# The C driver's (rxe) outcome of every test of the suites below, as
+# `TEST-ID OUTCOME [differ]`, recorded from `DRIVER=rxe qemu/run-one
+# tests/vm/verbs.one.sh`.  A test the C driver passes must pass on every
+# driver, unless marked `differ`: those need traffic (the transport issues)
+# and may still fail on rrxe.  Tests missing from the list fail the check,
+# so the list follows the suites.
+EXPECT=$(cat <<'LIST'
+tests.test_cq.CQAPITest.test_create_cq ok
+tests.test_cq.CQAPITest.test_create_cq_bad_flow ok
+tests.test_cq.CQAPITest.test_create_cq_with_comp_channel ok
+tests.test_cq.CQTest.test_resize_cq error
+tests.test_cq_events.CqEventsTestCase.test_cq_events_rc ok differ
+tests.test_cq_events.CqEventsTestCase.test_cq_events_ud ok differ
+tests.test_device.DMTest.test_create_dm skip
+tests.test_device.DMTest.test_create_dm_bad_flow skip
+tests.test_device.DMTest.test_destroy_dm skip
+tests.test_device.DMTest.test_destroy_dm_bad_flow skip
+tests.test_device.DMTest.test_dm_read skip
+tests.test_device.DMTest.test_dm_write skip
+tests.test_device.DMTest.test_dm_write_bad_flow skip
+tests.test_device.DMTest.test_multi_process_alloc_dm skip
+tests.test_device.DeviceTest.test_dev_list ok
+tests.test_device.DeviceTest.test_get_pkey_index ok
+tests.test_device.DeviceTest.test_open_dev ok
+tests.test_device.DeviceTest.test_phys_port_cnt_ex ok
+tests.test_device.DeviceTest.test_query_device ok
+tests.test_device.DeviceTest.test_query_device_ex ok
+tests.test_device.DeviceTest.test_query_gid ok
+tests.test_device.DeviceTest.test_query_gid_ex ok
+tests.test_device.DeviceTest.test_query_gid_ex_bad_flow ok
+tests.test_device.DeviceTest.test_query_gid_table ok
+tests.test_device.DeviceTest.test_query_gid_table_bad_flow ok
+tests.test_device.DeviceTest.test_query_pkey ok
+tests.test_device.DeviceTest.test_query_port ok
+tests.test_device.DeviceTest.test_query_port_bad_flow ok
+tests.test_device.SharedDMTest.test_import_dm skip
+tests.test_mr.DeviceMemoryAPITest.test_create_dm_mr skip
+tests.test_mr.DeviceMemoryAPITest.test_dm_bad_access skip
+tests.test_mr.DeviceMemoryAPITest.test_dm_bad_registration skip
+tests.test_mr.DeviceMemoryTest.test_dm_atomic_cmp_swp skip
+tests.test_mr.DeviceMemoryTest.test_dm_atomic_fetch_add skip
+tests.test_mr.DeviceMemoryTest.test_dm_remote_read_traffic skip
+tests.test_mr.DeviceMemoryTest.test_dm_remote_traffic skip
+tests.test_mr.DeviceMemoryTest.test_dm_remote_write_traffic_imm skip
+tests.test_mr.DeviceMemoryTest.test_dm_traffic skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_dereg_mr skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_dereg_mr_twice skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_lkey skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_read skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_reg_mr skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_reg_mr_bad_flags skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_rkey skip
+tests.test_mr.DmaBufMRTest.test_dmabuf_write skip
+tests.test_mr.DmaBufTestCase.test_dmabuf_rc_traffic skip
+tests.test_mr.DmaBufTestCase.test_dmabuf_rdma_traffic skip
+tests.test_mr.MRTest.test_mr_rereg_access skip
+tests.test_mr.MRTest.test_mr_rereg_access_bad_flow skip
+tests.test_mr.MRTest.test_mr_rereg_addr skip
+tests.test_mr.MRTest.test_mr_rereg_atomic skip
+tests.test_mr.MRTest.test_mr_rereg_pd skip
+tests.test_mr.MRTest.test_reg_mr_bad_flags ok
+tests.test_mr.MWTest.test_invalidate_mw_type1 ok differ
+tests.test_mr.MWTest.test_mw_type1 ok differ
+tests.test_mr.MWTest.test_mw_type2 ok differ
+tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc ok differ
+tests.test_mr.MWTest.test_mw_type2_invalidate_local ok differ
+tests.test_mr.MWTest.test_mw_type2_invalidate_remote ok differ
+tests.test_mr.MWTest.test_reg_mw_wrong_type ok differ
+tests.test_pd.PDTest.test_alloc_pd ok
+tests.test_pd.PDTest.test_dealloc_pd ok
+tests.test_pd.PDTest.test_destroy_pd_twice ok
+tests.test_pd.PDTest.test_multiple_pd_creation ok
+tests.test_qp.QPTest.test_create_raw_qp_ex_no_attr skip
+tests.test_qp.QPTest.test_create_raw_qp_ex_with_attr skip
+tests.test_qp.QPTest.test_create_raw_qp_ex_with_illegal_caps_max_recv_sge ok
+tests.test_qp.QPTest.test_create_raw_qp_ex_with_illegal_caps_max_recv_wr ok
+tests.test_qp.QPTest.test_create_raw_qp_ex_with_illegal_caps_max_send_sge ok
+tests.test_qp.QPTest.test_create_raw_qp_ex_with_illegal_caps_max_send_wr ok
+tests.test_qp.QPTest.test_create_raw_qp_no_attr skip
+tests.test_qp.QPTest.test_create_raw_qp_with_attr skip
+tests.test_qp.QPTest.test_create_rc_qp_ex_no_attr ok
+tests.test_qp.QPTest.test_create_rc_qp_ex_with_attr ok
+tests.test_qp.QPTest.test_create_rc_qp_no_attr ok
+tests.test_qp.QPTest.test_create_rc_qp_with_attr ok
+tests.test_qp.QPTest.test_create_uc_qp_ex_no_attr ok
+tests.test_qp.QPTest.test_create_uc_qp_ex_with_attr ok
+tests.test_qp.QPTest.test_create_uc_qp_no_attr ok
+tests.test_qp.QPTest.test_create_uc_qp_with_attr ok
+tests.test_qp.QPTest.test_create_ud_qp_ex_no_attr ok
+tests.test_qp.QPTest.test_create_ud_qp_ex_with_attr ok
+tests.test_qp.QPTest.test_create_ud_qp_no_attr ok
+tests.test_qp.QPTest.test_create_ud_qp_with_attr ok
+tests.test_qp.QPTest.test_modify_ud_qp ok
+tests.test_qp.QPTest.test_query_data_in_order ok
+tests.test_qp.QPTest.test_query_raw_qp skip
+tests.test_qp.QPTest.test_query_rc_qp ok
+tests.test_qp.QPTest.test_query_uc_qp ok
+tests.test_qp.QPTest.test_query_ud_qp ok
+tests.test_srq.SrqTestCase.test_modify_srq_limit ok differ
+tests.test_srq.SrqTestCase.test_rc_srq_traffic ok differ
+tests.test_srq.SrqTestCase.test_resize_srq ok
+LIST
+)
+
+SUITES="test_device test_pd test_cq test_cq_events test_mr test_srq test_qp"
+
+# pyverbs_outcomes LOG: one `TEST-ID OUTCOME` line per test of a unittest
+# -v log (OUTCOME is ok, skip, fail or error).
+pyverbs_outcomes() {
+	python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+pat = re.compile(r"^(\w+) \((tests\.[\w.]+)\)", re.M)
+res = re.compile(r" \.\.\. (ok|skipped|FAIL|ERROR|expected failure|unexpected success)\b")
+norm = {"ok": "ok", "skipped": "skip", "FAIL": "fail", "ERROR": "error",
+        "expected failure": "ok", "unexpected success": "fail"}
+hits = list(pat.finditer(text))
+for i, m in enumerate(hits):
+    end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
+    r = res.search(text, m.end(), end)
+    print(m.group(2), norm[r.group(1)] if r else "error")
+PY
+}
+
+# The tests that need no traffic run in one process; those that may differ
+# (traffic) run one process each under a
+# time limit, so that a test waiting for a completion that never comes (no
+# transport yet) only fails itself.  If the batch itself hangs, its tests
+# are rerun one by one.
+run_one_test() {
+	local id=$1 t=${1#tests.} rc out
+	timeout 30 python3 tests/run_tests.py --dev "$IBDEV" --gid 1 -v "$t" >/tmp/one.log 2>&1
+	rc=$?
+	out=$(pyverbs_outcomes /tmp/one.log | awk '{print $2}' | head -n 1)
+	[ "$rc" -eq 124 ] && out=timeout
+	echo "$id ${out:-error}" >>/tmp/outcomes
+	case ${out:-error} in
+	ok | skip) ;;
+	*) echo "== $t: ${out:-error}"; tail -n 30 /tmp/one.log ;;
+	esac
+}
+
+run_pyverbs() {
+	local id batch rest
+	: >/tmp/outcomes
+	cd /opt/pyverbs || return 1
+	batch=$(echo "$EXPECT" | awk '$3 != "differ" {print $1}')
+	rest=$(echo "$EXPECT" | awk '$3 == "differ" {print $1}')
+	if timeout 300 python3 tests/run_tests.py --dev "$IBDEV" --gid 1 -v \
+		$(echo "$batch" | sed 's/^tests\.//') >/tmp/batch.log 2>&1 ||
+		[ $? -ne 124 ]; then
+		pyverbs_outcomes /tmp/batch.log >>/tmp/outcomes
+		# Tracebacks of failures and errors.
+		sed -n '/^======/,/^------/p' /tmp/batch.log
+	else
+		echo "batch timed out; running its tests one by one"
+		for id in $batch; do run_one_test "$id"; done
+	fi
+	for id in $rest; do run_one_test "$id"; done
+	return 0
+}
+check "pyverbs-run" run_pyverbs
+sort -o /tmp/outcomes /tmp/outcomes
+echo "# per-test outcomes on $DRIVER:"
+sed 's/^/#   /' /tmp/outcomes
+echo "# counts on $DRIVER: $(awk '{print $2}' /tmp/outcomes | sort | uniq -c | tr '\n' ' ')"
+
+# The list covers exactly the tests of the suites (pyverbs 56.1).
+suite_list_matches() {
+	(cd /opt/pyverbs && python3 tests/run_tests.py --list-tests 2>/dev/null) |
+		grep -E "^tests\.($(echo $SUITES | tr ' ' '|'))\." | sort >/tmp/suite-ids
+	echo "$EXPECT" | awk '{print $1}' | sort >/tmp/expect-ids
+	[ -s /tmp/suite-ids ] && diff /tmp/suite-ids /tmp/expect-ids
+}
+check "pyverbs-list-complete" suite_list_matches
+
+# compare_expected: every test the C driver passes passes here too, unless
+# marked `differ`; no test is unknown to the list.
+compare_expected() {
+	local id out exp rest bad=0
+	while read -r id out; do
+		set -- $(echo "$EXPECT" | awk -v t="$id" '$1 == t {print $2, $3}')
+		exp=${1:-} rest=${2:-}
+		if [ -z "$exp" ]; then
+			echo "unknown test (add it to the list): $id $out"
+			bad=1
+		elif [ "$exp" = ok ] && [ "$out" != ok ]; then
+			if [ "$rest" = differ ]; then
+				echo "allowed to differ: $id $out (C driver: ok)"
+			else
+				echo "REGRESSION: $id $out (C driver: ok)"
+				bad=1
+			fi
+		fi
+	done </tmp/outcomes
+	[ -s /tmp/outcomes ] && [ $bad -eq 0 ]
+}
+check "pyverbs-vs-c-driver" compare_expected
+
+res_baseline() {
+	local r
+	r=$(rdma res show "$1" 2>&1 | grep -c "dev $IBDEV")
+	echo "$r"
+}
+
+# Objects created by a small program are listed while it lives, and freed.
+res_lists_objects() {
+	python3 - "$IBDEV" <<'PY' || return 1
+import subprocess, sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.qp import QP, QPInitAttr, QPCap
+import pyverbs.enums as e
+dev = sys.argv[1]
+with Context(name=dev) as ctx:
+    pd = PD(ctx)
+    cq = CQ(ctx, 16)
+    mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(4, 4, 1, 1)))
+    for kind in ("pd", "cq", "mr", "qp"):
+        out = subprocess.run(["rdma", "res", "show", kind], capture_output=True, text=True).stdout
+        print(out.strip())
+        if dev not in out or "comm python3" not in out:
+            sys.exit(f"{kind} not listed")
+    qp.close(); mr.close(); cq.close(); pd.close()
+PY
+}
+check "res-show-lists-objects" res_lists_objects
+
+# After all users are gone only the kernel's own objects remain (the GSI QP
+# and the MAD agents' CQ/PD/MR): nothing leaked by the suites.
+res_no_user_objects() {
+	local kind rc=0
+	for kind in pd cq qp mr srq; do
+		if rdma res show "$kind" 2>/dev/null | grep "dev $IBDEV" | grep -v "comm \[" | grep -q .; then
+			echo "leaked $kind:"; rdma res show "$kind"; rc=1
+		fi
+	done
+	rdma res show
+	return $rc
+}
+check "res-no-leak" res_no_user_objects
+
+check "link-delete" rdma link delete "$IBDEV"
+finish
