@@ -22,9 +22,12 @@ result driver-files-safe $bad
 
 # 2. The module under clippy, and 3. rustfmt, inside the toolchain root.
 log=$(mktemp)
+. scripts/lib.sh
+set +e +u +o pipefail
+mlog=$RRXE_CACHE/logs/module-$(key_of "$RRXE_ROOT").log
 if scripts/build-module CLIPPY=1 >"$log" 2>&1; then
-	if grep -qE '^(warning|error)' /var/cache/rrxe/logs/module.log; then
-		grep -E -A6 '^(warning|error)' /var/cache/rrxe/logs/module.log | head -n 40 | sed 's/^/    /'
+	if grep -qE '^(warning|error)' "$mlog"; then
+		grep -E -A6 '^(warning|error)' "$mlog" | head -n 40 | sed 's/^/    /'
 		result module-clippy-clean 1
 	else
 		result module-clippy-clean 0
