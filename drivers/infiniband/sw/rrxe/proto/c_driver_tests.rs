@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#![forbid(unsafe_code)]
+
 //! Calibration against the C driver: RoCEv2 packets that `rdma_rxe` sent
 //! between the two test VMs (`testdata/rxe-c-driver.pcap`, made with
 //! `testdata/capture-rxe.pair.sh`) must all parse, carry an ICRC that our
