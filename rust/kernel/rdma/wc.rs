@@ -29,6 +29,18 @@ pub enum WcStatus {
     WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
     /// `IB_WC_MW_BIND_ERR`.
     MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
+    /// `IB_WC_REM_INV_REQ_ERR`.
+    RemInvReqErr = bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+    /// `IB_WC_REM_ACCESS_ERR`.
+    RemAccessErr = bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+    /// `IB_WC_REM_OP_ERR`.
+    RemOpErr = bindings::ib_wc_status_IB_WC_REM_OP_ERR,
+    /// `IB_WC_RETRY_EXC_ERR`.
+    RetryExcErr = bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+    /// `IB_WC_RNR_RETRY_EXC_ERR`.
+    RnrRetryExcErr = bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+    /// `IB_WC_REM_INV_RD_REQ_ERR`.
+    RemInvRdReqErr = bindings::ib_wc_status_IB_WC_REM_INV_RD_REQ_ERR,
 }
 
 /// One work completion, independent of who consumes it.

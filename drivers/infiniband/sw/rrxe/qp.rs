@@ -6,9 +6,12 @@
 //!
 //! User QPs get their send and receive queues as rxe shared queues (user
 //! space produces WQEs, the kernel consumes them); kernel QPs keep the work
-//! requests of `post_send`/`post_recv` in private rings. Packets are not
-//! sent yet: WQEs stay pending until the QP moves to ERR, which completes
-//! each of them once, in posting order, with `IB_WC_WR_FLUSH_ERR`.
+//! requests of `post_send`/`post_recv` in private rings (they carry no
+//! traffic yet). RC QPs run the transport of [`super::rc`]: the doorbell,
+//! the move to RTS, received packets and the QP's timers each run it under
+//! the state lock, and the packets it builds are sent once the lock is
+//! dropped. Moving to ERR completes every outstanding WQE once, in posting
+//! order, with `IB_WC_WR_FLUSH_ERR`.
 
 use crate::{
     proto::{
@@ -21,6 +24,11 @@ use crate::{
             self,
             QueueGeometry, //
         },
+    },
+    net::skbuff::SkbQueue,
+    proto::{
+        packet::Packet,
+        psn::Psn, //
     },
     rdma::{
         eopnotsupp,
@@ -35,6 +43,7 @@ use crate::{
             QpAttr,
             QpCap,
             QpInitAttr,
+            QpTimer,
             RecvWr,
             SendWr, //
         },
@@ -48,13 +57,28 @@ use crate::{
 };
 use kernel::{
     prelude::*,
-    sync::atomic::Relaxed, //
+    sync::atomic::{
+        Atomic,
+        Full,
+        Relaxed, //
+    }, //
 };
 
 use super::{
     cq::RrxeCq,
     mr::access,
     param,
+    rc::{
+        self,
+        Req,
+        Resp,
+        WqeMeta, //
+    },
+    tx::{
+        self,
+        Path,
+        TxCtx, //
+    },
     verbs::Rrxe, //
 };
 
@@ -146,7 +170,29 @@ impl Wq {
         Ok(())
     }
 
-    fn producer(&self) -> u32 {
+    /// Whether user space produces this queue.
+    pub(crate) fn is_user(&self) -> bool {
+        matches!(self.ring, Ring::User(_))
+    }
+
+    /// The kernel's consumer index.
+    pub(crate) fn consumer(&self) -> u32 {
+        self.consumer
+    }
+
+    /// Copies slot `index` of a user queue into `buf` (as much as fits):
+    /// the snapshot the kernel acts on.
+    pub(crate) fn read_slot(&self, index: u32, buf: &mut [u8]) -> Result {
+        let Ring::User(q) = &self.ring else {
+            return Err(EINVAL);
+        };
+        let n = buf.len().min(self.geo.elem_size());
+        let dst = buf.get_mut(..n).ok_or(EINVAL)?;
+        q.read(self.geo.slot_offset(self.geo.mask(index)), dst)
+    }
+
+    /// The producer index (user space's, masked into the queue).
+    pub(crate) fn producer(&self) -> u32 {
         match &self.ring {
             // Untrusted: masked into the queue.
             Ring::User(buf) => self.geo.mask(buf.load_acquire(queue::OFF_PRODUCER)),
@@ -187,7 +233,8 @@ impl Wq {
         }
     }
 
-    fn advance(&mut self) {
+    /// Consumes the WQE at the consumer index.
+    pub(crate) fn advance(&mut self) {
         self.consumer = self.geo.next(self.consumer);
         if let Ring::User(buf) = &self.ring {
             buf.store_release(queue::OFF_CONSUMER, self.consumer);
@@ -208,18 +255,37 @@ impl Wq {
 }
 
 /// Mutable state of a QP.
-struct State {
-    attr: QpAttr,
-    sq: Wq,
+pub(crate) struct State {
+    pub(crate) attr: QpAttr,
+    pub(crate) sq: Wq,
     /// `None` with an SRQ.
-    rq: Option<Wq>,
+    pub(crate) rq: Option<Wq>,
+    /// What the completer needs of each started send WQE, by slot.
+    pub(crate) sq_meta: KVec<WqeMeta>,
+    /// Snapshot of the send WQE being sent.
+    pub(crate) sq_snap: KVec<u8>,
+    /// Slot of the snapshot in `sq_snap`.
+    pub(crate) snap_index: Option<u32>,
+    /// Snapshot of the receive WQE being filled.
+    pub(crate) rq_snap: KVec<u8>,
+    /// The primary path, from `modify_qp`.
+    pub(crate) path: Path,
+    /// The resolved route and headers; dropped when the path changes.
+    pub(crate) tx: Option<TxCtx>,
+    pub(crate) req: Req,
+    pub(crate) resp: Resp,
 }
 
 /// State of a queue pair.
 #[pin_data]
 pub(crate) struct RrxeQp {
     #[pin]
-    state: SpinLockIrq<State>,
+    pub(crate) state: SpinLockIrq<State>,
+    /// Packets built, waiting to be sent.
+    #[pin]
+    pub(crate) txq: SkbQueue,
+    /// A context is sending `txq`.
+    sending: Atomic<bool>,
     /// Index from the QP pool (`None` for the GSI QP).
     index: Option<u32>,
     sq_sig_all: bool,
@@ -243,6 +309,12 @@ fn caps_of(c: &QpCap) -> Caps {
     }
 }
 
+fn zeroed_vec<T: Clone + Default>(n: usize) -> Result<KVec<T>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    v.resize(n, T::default(), GFP_KERNEL)?;
+    Ok(v)
+}
+
 fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
     Wc {
         wr_id,
@@ -259,8 +331,7 @@ fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
     }
 }
 
-/// `IB_WC_RECV`.
-const WC_RECV: u32 = 1 << 7;
+use super::rc::WC_RECV;
 
 impl RrxeQp {
     /// Creates a QP (`rxe_create_qp`).
@@ -348,11 +419,39 @@ impl RrxeQp {
         scq.num_wq.fetch_add(1, Relaxed);
         rcq.num_wq.fetch_add(1, Relaxed);
         let sq_sig_all = attr.sq_sig_all;
+        let bufs = (|| -> Result<_> {
+            Ok((
+                zeroed_vec::<WqeMeta>(sq.geo.slots() as usize)?,
+                zeroed_vec::<u8>(sq.geo.elem_size())?,
+                zeroed_vec::<u8>(qp_check::recv_wqe_size(param::MAX_SGE as u32) as usize)?,
+            ))
+        })();
+        let (sq_meta, sq_snap, rq_snap) = match bufs {
+            Ok(b) => b,
+            Err(e) => {
+                release(dev);
+                return Err(e);
+            }
+        };
         let init = try_pin_init!(Self {
             state <- crate::rdma::lock::new_spinlock_irq!(
-                State { attr: qattr, sq, rq },
+                State {
+                    attr: qattr,
+                    sq,
+                    rq,
+                    sq_meta,
+                    sq_snap,
+                    snap_index: None,
+                    rq_snap,
+                    path: Path::default(),
+                    tx: None,
+                    req: Req::default(),
+                    resp: Resp::default(),
+                },
                 "RrxeQp::state"
             ),
+            txq <- SkbQueue::new(),
+            sending: Atomic::new(false),
             index,
             sq_sig_all,
         });
@@ -361,7 +460,10 @@ impl RrxeQp {
 
     /// Flushes every outstanding WQE of both queues with
     /// `IB_WC_WR_FLUSH_ERR`, in posting order, each exactly once.
-    fn flush(qp: &Qp<Rrxe>, st: &mut State) {
+    pub(crate) fn flush(qp: &Qp<Rrxe>, st: &mut State) {
+        if let Some(wr_id) = st.resp.take_srq_recv() {
+            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false);
+        }
         while let Some(wr_id) = st.sq.head() {
             if RrxeCq::post(qp.send_cq(), &flush_wc(qp, wr_id, 0), false).is_err() {
                 break;
@@ -444,11 +546,33 @@ impl RrxeQp {
         if m & mask::SQ_PSN != 0 {
             let v = new.sq_psn() & 0x00ff_ffff;
             st.attr.set_sq_psn(v);
+            st.req.reset(Psn::new(v));
         }
         if m & mask::RQ_PSN != 0 {
             let v = new.rq_psn() & 0x00ff_ffff;
             st.attr.set_rq_psn(v);
+            st.resp.reset(Psn::new(v));
         }
+        if m & (mask::RETRY_CNT | mask::RNR_RETRY) != 0 {
+            let retry = (m & mask::RETRY_CNT != 0).then(|| new.retry_cnt());
+            let rnr = (m & mask::RNR_RETRY != 0).then(|| new.rnr_retry());
+            st.req.set_retries(retry, rnr);
+        }
+        if m & mask::AV != 0 {
+            let av = new.av();
+            st.path = Path {
+                dgid: av.dgid,
+                sgid_index: av.sgid_index,
+                flow_label: av.flow_label,
+                traffic_class: av.traffic_class,
+                hop_limit: av.hop_limit,
+            };
+        }
+        if m & (mask::AV | mask::DEST_QPN) != 0 {
+            // Resolved again on the next packet.
+            st.tx = None;
+        }
+        let mut run = false;
         if m & mask::STATE != 0 {
             let next = new.qp_state();
             st.attr.set_qp_state(next);
@@ -459,12 +583,73 @@ impl RrxeQp {
                     if let Some(rq) = &mut st.rq {
                         rq.reset();
                     }
+                    st.req.reset(Psn::new(0));
+                    st.resp.reset(Psn::new(0));
+                    st.snap_index = None;
+                    st.tx = None;
                 }
-                qp_state::ERR => Self::flush(qp, &mut st),
+                qp_state::ERR => {
+                    qp.cancel_timer(QpTimer::Retransmit);
+                    qp.cancel_timer(QpTimer::Rnr);
+                    Self::flush(qp, &mut st);
+                }
+                qp_state::RTS => run = true,
                 _ => {}
             }
         }
+        if run {
+            // WQEs posted before RTS go out now.
+            rc::run_requester(qp, &mut st, qp.sq_sig_all);
+        }
+        drop(st);
+        if run {
+            tx::send_queued(qp);
+        }
         Ok(())
+    }
+
+    /// Claims the transmit queue for sending; `false` if another context
+    /// sends it.
+    pub(crate) fn start_sending(&self) -> bool {
+        self.sending.cmpxchg(false, true, Full).is_ok()
+    }
+
+    /// Releases the transmit queue; `true` if packets arrived meanwhile
+    /// and the caller should try again.
+    pub(crate) fn stop_sending(&self) -> bool {
+        self.sending.xchg(false, Full);
+        self.txq.len() != 0
+    }
+
+    /// A packet for this QP passed the receive checks. `src` is the
+    /// sender's address as a GID.
+    pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, src: &[u8; 16]) {
+        if qp.qp_type() != qp_type::RC {
+            // UC, UD and the GSI QP come with the next issue.
+            return;
+        }
+        {
+            let mut st = qp.state.lock();
+            // RC packets come from the connected peer only.
+            if st.path.dgid != *src {
+                return;
+            }
+            if pkt.info().is_request() {
+                rc::on_request(qp, &mut st, pkt);
+            } else {
+                rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
+            }
+        }
+        tx::send_queued(qp);
+    }
+
+    /// A timer of the QP fired.
+    pub(crate) fn timer(qp: &Qp<Rrxe>, t: QpTimer) {
+        {
+            let mut st = qp.state.lock();
+            rc::on_timer(qp, &mut st, t, qp.sq_sig_all);
+        }
+        tx::send_queued(qp);
     }
 
     /// Reports the attributes.
@@ -489,11 +674,16 @@ impl RrxeQp {
         let state = st.attr.qp_state();
         match wr {
             None => {
-                // User doorbell: the requester comes with the transport. In ERR the new WQEs
-                // are flushed now.
+                // User doorbell: send what was posted. In ERR the new WQEs are flushed now.
                 if state == qp_state::ERR {
                     Self::flush(qp, &mut st);
+                    return Ok(());
                 }
+                if qp.qp_type() == qp_type::RC {
+                    rc::run_requester(qp, &mut st, qp.sq_sig_all);
+                }
+                drop(st);
+                tx::send_queued(qp);
                 Ok(())
             }
             Some(wr) => {

@@ -16,7 +16,8 @@
 //!    on opcodes that carry none;
 //! 4. the destination address is a GID of the port (or multicast);
 //! 5. the ICRC;
-//! 6. the destination QP exists ([`lookup_qp`]).
+//! 6. the destination QP exists (`Device::lookup_qp`, which takes a
+//!    reference that keeps the QP alive while the packet is handled).
 //!
 //! Only then is the packet counted in `rcvd_pkts` and `rcvd_bytes` (the IP
 //! packet length, as the C driver counts it) and handed to the QP.
@@ -52,6 +53,7 @@ use crate::{
 use super::{
     hw_counters::Counter,
     icrc::KernelCrc32,
+    qp::RrxeQp,
     verbs::Rrxe, //
 };
 
@@ -76,17 +78,6 @@ impl EncapRcv for Rx {
             dev.counters.inc(reason);
         }
     }
-}
-
-/// A reference to the QP a packet is for.
-///
-/// QPs do not exist yet, so this type has no values and [`lookup_qp`]
-/// never finds one; the QP layer replaces both.
-pub(crate) enum QpRef {}
-
-/// Finds QP `qpn` of `dev` (QPN 1 is the GSI QP; `0xff_ffff` is multicast).
-pub(crate) fn lookup_qp(_dev: &Device<Rrxe>, _qpn: u32) -> Option<QpRef> {
-    None
 }
 
 /// The drop counter of a protocol-core error.
@@ -123,7 +114,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     check_dgid(dev, ndev, skb.protocol(), ip)?;
     pkt.verify_icrc(&KernelCrc32, ip, udp)
         .map_err(drop_reason)?;
-    let Some(qp) = lookup_qp(dev, pkt.bth().dest_qpn) else {
+    let Some(qp) = dev.lookup_qp(pkt.bth().dest_qpn) else {
         return Err(Counter::RcvdDropBadQpn);
     };
 
@@ -131,7 +122,25 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     // CAST: lengths of one IP packet fit in a `u64`.
     dev.counters
         .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
-    match qp {}
+    let src = src_gid(skb.protocol(), ip).ok_or(Counter::RcvdDropOther)?;
+    RrxeQp::rcv(&qp, &pkt, &src);
+    Ok(())
+}
+
+/// The source address of the IP header `ip` as a GID (IPv4-mapped for
+/// IPv4).
+fn src_gid(protocol: u16, ip: &[u8]) -> Option<[u8; 16]> {
+    let mut gid = [0u8; 16];
+    match protocol {
+        ETH_P_IP => {
+            gid[10] = 0xff;
+            gid[11] = 0xff;
+            gid[12..].copy_from_slice(ip.get(12..16)?);
+        }
+        ETH_P_IPV6 => gid.copy_from_slice(ip.get(8..24)?),
+        _ => return None,
+    }
+    Some(gid)
 }
 
 /// Checks that the destination address of the IP header `ip` is multicast

@@ -13,6 +13,7 @@ mod device;
 mod hw_counters;
 mod icrc;
 mod link;
+mod mem;
 mod mr;
 mod mtu;
 mod net;
@@ -20,8 +21,10 @@ mod ns;
 mod param;
 mod pool;
 mod qp;
+mod rc;
 mod recv;
 mod srq;
+mod tx;
 mod verbs;
 
 use crate::{

@@ -169,6 +169,21 @@ impl RrxeSrq {
         }
     }
 
+    /// Takes the next receive WQE: copies its slot into `buf` and consumes
+    /// it. `false` when the SRQ is empty.
+    pub(crate) fn take(srq: &Srq<Rrxe>, buf: &mut [u8]) -> bool {
+        let mut st = srq.state.lock();
+        let c = st.rq.consumer();
+        if st.rq.geo.is_empty(st.rq.producer(), c) {
+            return false;
+        }
+        if st.rq.read_slot(c, buf).is_err() {
+            return false;
+        }
+        st.rq.advance();
+        true
+    }
+
     /// Frees the SRQ number.
     pub(crate) fn destroy(srq: &Srq<Rrxe>) -> Result {
         srq.device().srq_pool.free(srq.srq_num);

@@ -40,6 +40,7 @@ use crate::rdma::{
         Qp,
         QpAttr,
         QpInitAttr,
+        QpTimer,
         RecvWr,
         SendWr, //
     },
@@ -249,6 +250,10 @@ impl Driver for Rrxe {
 
     fn post_send(qp: &Qp<Self>, wr: Option<&SendWr>) -> Result {
         RrxeQp::post_send(qp, wr)
+    }
+
+    fn qp_timer(qp: &Qp<Self>, t: QpTimer) {
+        RrxeQp::timer(qp, t);
     }
 
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result {

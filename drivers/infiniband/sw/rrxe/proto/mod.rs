@@ -40,6 +40,7 @@ pub mod opcode;
 pub mod packet;
 pub mod psn;
 pub mod qp_check;
+pub mod rc;
 pub mod queue;
 pub mod reth;
 pub mod segment;

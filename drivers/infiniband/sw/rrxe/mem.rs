@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Data movement between packets and registered memory.
+//!
+//! Every access names a key, an address and a length, and goes through the
+//! memory region the key designates: the key must match the region's
+//! current key exactly, the region must belong to the QP's protection
+//! domain and allow the access, and `[addr, addr + len)` must lie inside
+//! `[iova, iova + length)`. Only then is the region's pinned memory
+//! touched. A failed check moves nothing.
+
+use crate::{
+    proto::wqe::{
+        recv_sge,
+        send_inline,
+        send_sge,
+        Sge, //
+    },
+    rdma::{
+        device::Device,
+        mr::Mr,
+        ARef, //
+    },
+};
+use kernel::prelude::*;
+
+use super::{
+    mr::{
+        access,
+        Mapping, //
+    },
+    verbs::Rrxe, //
+};
+
+/// Why an access to registered memory was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemError {
+    /// No region with this key, another PD, or the access is not allowed.
+    Key,
+    /// Outside the region.
+    Range,
+    /// The scatter/gather list is shorter than the data.
+    Length,
+}
+
+/// Which permission an access needs.
+#[derive(Clone, Copy)]
+pub(crate) enum Need {
+    /// Local read (send gather): every MR allows it.
+    LocalRead,
+    /// Local write (receive scatter).
+    LocalWrite,
+    /// Remote write (RDMA WRITE responder).
+    RemoteWrite,
+    /// Remote read (RDMA READ responder).
+    #[expect(dead_code, reason = "RDMA READ comes with the next issue")]
+    RemoteRead,
+}
+
+/// Looks up the region of `key` and checks ownership, permission and range.
+fn region(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    key: u32,
+    remote: bool,
+    need: Need,
+    addr: u64,
+    len: usize,
+) -> Result<ARef<Mr<Rrxe>>, MemError> {
+    let mr = dev.lookup_mr(key >> 8).ok_or(MemError::Key)?;
+    let current = if remote { mr.rkey() } else { mr.lkey() };
+    if current != key || mr.pd_id() != pd_id {
+        return Err(MemError::Key);
+    }
+    let ok = match need {
+        Need::LocalRead => true,
+        Need::LocalWrite => mr.access & access::LOCAL_WRITE != 0,
+        Need::RemoteWrite => mr.access & access::REMOTE_WRITE != 0,
+        Need::RemoteRead => mr.access & access::REMOTE_READ != 0,
+    };
+    if !ok {
+        return Err(MemError::Key);
+    }
+    // CAST: lengths of one message fit in u64.
+    let end = addr.checked_add(len as u64).ok_or(MemError::Range)?;
+    let mr_end = mr.iova().checked_add(mr.length()).ok_or(MemError::Range)?;
+    if addr < mr.iova() || end > mr_end {
+        return Err(MemError::Range);
+    }
+    Ok(mr)
+}
+
+/// Byte offset of `addr` in `mr` (checked by [`region`]).
+fn offset_in(mr: &Mr<Rrxe>, addr: u64) -> Result<usize, MemError> {
+    usize::try_from(addr - mr.iova()).map_err(|_| MemError::Range)
+}
+
+/// Copies `src` into memory at `addr` of the region of `key`.
+pub(crate) fn write(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    key: u32,
+    remote: bool,
+    need: Need,
+    addr: u64,
+    src: &[u8],
+) -> Result<(), MemError> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    let mr = region(dev, pd_id, key, remote, need, addr, src.len())?;
+    let off = offset_in(&mr, addr)?;
+    match &mr.mapping {
+        Mapping::User(umem) => umem.copy_to(off, src).map_err(|_| MemError::Range),
+        // Kernel memory is reached through kernel QPs, which do not carry
+        // traffic yet.
+        Mapping::Dma => Err(MemError::Key),
+    }
+}
+
+/// Copies memory at `addr` of the region of `key` into `dst`.
+pub(crate) fn read(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    key: u32,
+    remote: bool,
+    need: Need,
+    addr: u64,
+    dst: &mut [u8],
+) -> Result<(), MemError> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    let mr = region(dev, pd_id, key, remote, need, addr, dst.len())?;
+    let off = offset_in(&mr, addr)?;
+    match &mr.mapping {
+        Mapping::User(umem) => umem.copy_from(off, dst).map_err(|_| MemError::Range),
+        Mapping::Dma => Err(MemError::Key),
+    }
+}
+
+/// Walks the scatter/gather list `sges` (`count` entries) from byte
+/// `offset` of the message for `len` bytes, calling `f(sge, offset in the
+/// sge, chunk offset, chunk length)` for each piece.
+fn walk(
+    count: u32,
+    sge_at: impl Fn(u32) -> Option<Sge>,
+    mut offset: u64,
+    len: usize,
+    mut f: impl FnMut(&Sge, u64, usize, usize) -> Result<(), MemError>,
+) -> Result<(), MemError> {
+    let mut done = 0usize;
+    for i in 0..count {
+        if done == len {
+            break;
+        }
+        let sge = sge_at(i).ok_or(MemError::Length)?;
+        let sl = u64::from(sge.length);
+        if offset >= sl {
+            offset -= sl;
+            continue;
+        }
+        // CAST: bounded by `len`, a usize.
+        let take = ((sl - offset) as usize).min(len - done);
+        f(&sge, offset, done, take)?;
+        done += take;
+        offset = 0;
+    }
+    if done == len {
+        Ok(())
+    } else {
+        Err(MemError::Length)
+    }
+}
+
+/// Gathers `dst.len()` bytes of a send WQE's data from message byte
+/// `offset`: its inline data, or its SGEs through their lkeys.
+#[expect(clippy::too_many_arguments, reason = "the WQE, its slot and the QP's identity")]
+pub(crate) fn gather(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    slot: &[u8],
+    inline: bool,
+    length: u32,
+    num_sge: u32,
+    offset: u32,
+    dst: &mut [u8],
+) -> Result<(), MemError> {
+    if inline {
+        let data = send_inline(slot, length).map_err(|_| MemError::Length)?;
+        let start = offset as usize;
+        let src = data
+            .get(start..start + dst.len())
+            .ok_or(MemError::Length)?;
+        dst.copy_from_slice(src);
+        return Ok(());
+    }
+    let len = dst.len();
+    walk(
+        num_sge,
+        |i| send_sge(slot, i).ok(),
+        u64::from(offset),
+        len,
+        |sge, off, at, n| {
+            let chunk = dst.get_mut(at..at + n).ok_or(MemError::Length)?;
+            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+            read(dev, pd_id, sge.lkey, false, Need::LocalRead, addr, chunk)
+        },
+    )
+}
+
+/// Scatters `src` into a receive WQE's SGEs from message byte `offset`.
+pub(crate) fn scatter(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    slot: &[u8],
+    num_sge: u32,
+    offset: u32,
+    src: &[u8],
+) -> Result<(), MemError> {
+    walk(
+        num_sge,
+        |i| recv_sge(slot, i).ok(),
+        u64::from(offset),
+        src.len(),
+        |sge, off, at, n| {
+            let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
+            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+            write(dev, pd_id, sge.lkey, false, Need::LocalWrite, addr, chunk)
+        },
+    )
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Decisions of the reliable-connection transport that need no kernel
+//! state: the responder's checks of a request's opcode sequence and payload
+//! length (IBTA Vol 1 §9.7.5.1, §9.8.3), the completer's reading of an
+//! acknowledge (§9.7.5.2), the requester's acknowledge-request pacing and
+//! the local ACK timeout (§9.7.6.1.3).
+
+#![forbid(unsafe_code)]
+
+use super::opcode::{Operation, OpcodeInfo, Position};
+use super::psn::Psn;
+
+/// Most packets the requester has outstanding (sent, not acknowledged);
+/// past this it waits for acknowledges (as the C driver's
+/// `RXE_MAX_UNACKED_PSNS`).
+pub const MAX_UNACKED_PSNS: u32 = 128;
+
+/// The requester sets AckReq at least every this many packets of a long
+/// message, so that the completer can retire its window without waiting
+/// for the last packet (the C driver's `RXE_MAX_PKT_PER_ACK`).
+pub const MAX_PKT_PER_ACK: u32 = 64;
+
+/// The multi-packet request a responder is in the middle of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InProgress {
+    /// Between messages: the next request must be a FIRST or an ONLY.
+    #[default]
+    None,
+    /// A SEND whose FIRST has been accepted.
+    Send,
+    /// An RDMA WRITE whose FIRST has been accepted.
+    Write,
+}
+
+/// Checks a request's opcode against the message in progress (IBTA Vol 1
+/// §9.7.5.1.2, "opcode sequence") and returns the state after it.
+///
+/// FIRST and ONLY start a message and are valid only between messages;
+/// MIDDLE and LAST continue the message in progress and must have its
+/// operation. Operations that are single-packet by nature (READ requests,
+/// atomics) are valid only between messages.
+///
+/// # Errors
+///
+/// `Err(())` for an out-of-sequence opcode: the responder answers with an
+/// Invalid Request NAK.
+#[expect(clippy::result_unit_err, reason = "one way to fail, named by the docs")]
+pub const fn check_op_sequence(cur: InProgress, info: &OpcodeInfo) -> Result<InProgress, ()> {
+    let op = match info.operation {
+        Operation::Send => InProgress::Send,
+        Operation::RdmaWrite => InProgress::Write,
+        _ => {
+            return match cur {
+                InProgress::None => Ok(InProgress::None),
+                _ => Err(()),
+            };
+        }
+    };
+    match (cur, info.position) {
+        (InProgress::None, Position::Only) => Ok(InProgress::None),
+        (InProgress::None, Position::First) => Ok(op),
+        (InProgress::Send, Position::Middle) if matches!(op, InProgress::Send) => Ok(op),
+        (InProgress::Write, Position::Middle) if matches!(op, InProgress::Write) => Ok(op),
+        (InProgress::Send, Position::Last) if matches!(op, InProgress::Send) => {
+            Ok(InProgress::None)
+        }
+        (InProgress::Write, Position::Last) if matches!(op, InProgress::Write) => {
+            Ok(InProgress::None)
+        }
+        _ => Err(()),
+    }
+}
+
+/// Checks the payload length of a SEND or RDMA WRITE packet against the
+/// path MTU `mtu` in bytes (IBTA Vol 1 §9.7.5.1.4, C9-81..83): FIRST and
+/// MIDDLE carry exactly one MTU, LAST carries 1 to MTU bytes, ONLY 0 to MTU.
+pub const fn payload_len_ok(position: Position, len: u32, mtu: u32) -> bool {
+    match position {
+        Position::Only => len <= mtu,
+        Position::First | Position::Middle => len == mtu,
+        Position::Last => len != 0 && len <= mtu,
+    }
+}
+
+/// Whether an acknowledge for `psn` concerns a packet in flight, i.e. `psn`
+/// is in `[oldest, next)` where `oldest` is the oldest unacknowledged PSN
+/// and `next` the next PSN the requester will send. Acknowledges outside
+/// are stale (or bogus) and ignored.
+pub const fn ack_in_flight(psn: Psn, oldest: Psn, next: Psn) -> bool {
+    psn.in_window(oldest, oldest.distance_to(next))
+}
+
+/// Number of packets in flight from `oldest` (unacknowledged) to `next`.
+pub const fn in_flight(oldest: Psn, next: Psn) -> u32 {
+    oldest.distance_to(next)
+}
+
+/// Whether packet `index` of `count` of a message should ask for an
+/// acknowledge: the last packet always does, and a long message does every
+/// [`MAX_PKT_PER_ACK`] packets.
+pub const fn wants_ack(index: u32, count: u32) -> bool {
+    index + 1 == count || (index + 1) % MAX_PKT_PER_ACK == 0
+}
+
+/// The local ACK timeout in microseconds for the QP attribute `timeout`
+/// (4.096 µs × 2^timeout, IBTA Vol 1 §9.7.6.1.3); `None` for 0, which
+/// means no timeout. Values above 31 are treated as 31.
+pub const fn local_ack_timeout_usecs(timeout: u8) -> Option<u64> {
+    if timeout == 0 {
+        return None;
+    }
+    let t = if timeout > 31 { 31 } else { timeout };
+    // 4.096 µs = 4096 ns.
+    Some((4096u64 << t) / 1000)
+}
+
+/// Takes one retry from a 3-bit retry counter (`retry_cnt`, `rnr_retry`):
+/// the counter after the retry, or `None` when no retry is left. With
+/// `seven_is_infinite` (`rnr_retry`, IBTA Vol 1 §9.7.5.2.8) a counter of 7
+/// never runs down.
+pub const fn take_retry(left: u8, seven_is_infinite: bool) -> Option<u8> {
+    if seven_is_infinite && left == 7 {
+        Some(7)
+    } else if left > 0 {
+        Some(left - 1)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opcode::Opcode;
+
+    fn info(op: Opcode) -> &'static OpcodeInfo {
+        op.info().unwrap()
+    }
+
+    #[test]
+    fn op_sequence() {
+        let n = InProgress::None;
+        assert_eq!(
+            check_op_sequence(n, info(Opcode::RC_SEND_FIRST)),
+            Ok(InProgress::Send)
+        );
+        assert_eq!(
+            check_op_sequence(InProgress::Send, info(Opcode::RC_SEND_MIDDLE)),
+            Ok(InProgress::Send)
+        );
+        assert_eq!(
+            check_op_sequence(InProgress::Send, info(Opcode::RC_SEND_LAST_WITH_IMMEDIATE)),
+            Ok(n)
+        );
+        assert_eq!(
+            check_op_sequence(n, info(Opcode::RC_SEND_ONLY)),
+            Ok(n)
+        );
+        // Continuations need a message in progress of the same operation.
+        assert_eq!(check_op_sequence(n, info(Opcode::RC_SEND_MIDDLE)), Err(()));
+        assert_eq!(check_op_sequence(n, info(Opcode::RC_RDMA_WRITE_LAST)), Err(()));
+        assert_eq!(
+            check_op_sequence(InProgress::Write, info(Opcode::RC_SEND_LAST)),
+            Err(())
+        );
+        // A new message may not start inside another.
+        assert_eq!(
+            check_op_sequence(InProgress::Send, info(Opcode::RC_SEND_ONLY)),
+            Err(())
+        );
+        assert_eq!(
+            check_op_sequence(InProgress::Write, info(Opcode::RC_RDMA_WRITE_FIRST)),
+            Err(())
+        );
+        assert_eq!(
+            check_op_sequence(InProgress::Write, info(Opcode::RC_RDMA_READ_REQUEST)),
+            Err(())
+        );
+        assert_eq!(
+            check_op_sequence(n, info(Opcode::RC_RDMA_READ_REQUEST)),
+            Ok(n)
+        );
+    }
+
+    #[test]
+    fn payload_lengths() {
+        assert!(payload_len_ok(Position::Only, 0, 1024));
+        assert!(payload_len_ok(Position::Only, 1024, 1024));
+        assert!(!payload_len_ok(Position::Only, 1025, 1024));
+        assert!(payload_len_ok(Position::First, 1024, 1024));
+        assert!(!payload_len_ok(Position::First, 1020, 1024));
+        assert!(!payload_len_ok(Position::Middle, 2048, 1024));
+        assert!(!payload_len_ok(Position::Last, 0, 1024));
+        assert!(payload_len_ok(Position::Last, 1, 1024));
+        assert!(!payload_len_ok(Position::Last, 1025, 1024));
+    }
+
+    #[test]
+    fn acks_in_flight() {
+        let o = Psn::new(Psn::MASK - 1);
+        let next = o.add(4);
+        assert!(ack_in_flight(o, o, next));
+        assert!(ack_in_flight(Psn::new(1), o, next));
+        assert!(!ack_in_flight(next, o, next));
+        assert!(!ack_in_flight(o.sub(1), o, next));
+        assert!(!ack_in_flight(o, o, o));
+        assert_eq!(in_flight(o, next), 4);
+    }
+
+    #[test]
+    fn ack_requests() {
+        assert!(wants_ack(0, 1));
+        assert!(!wants_ack(0, 2));
+        assert!(wants_ack(1, 2));
+        assert!(wants_ack(MAX_PKT_PER_ACK - 1, 1000));
+        assert!(!wants_ack(MAX_PKT_PER_ACK, 1000));
+        assert!(wants_ack(999, 1000));
+    }
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(local_ack_timeout_usecs(0), None);
+        // ibv_rc_pingpong's 14: 4.096 µs × 16384 = 67.1 ms.
+        assert_eq!(local_ack_timeout_usecs(14), Some(67_108));
+        assert_eq!(local_ack_timeout_usecs(1), Some(8));
+        assert_eq!(local_ack_timeout_usecs(40), local_ack_timeout_usecs(31));
+        assert_eq!(take_retry(1, false), Some(0));
+        assert_eq!(take_retry(0, true), None);
+        assert_eq!(take_retry(7, true), Some(7));
+        assert_eq!(take_retry(7, false), Some(6));
+    }
+}

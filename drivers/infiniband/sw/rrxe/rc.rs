@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! The reliable-connection transport (IBTA Vol 1 chapter 9): requester,
+//! completer and responder of a QP, for SEND, SEND with immediate, RDMA
+//! WRITE and RDMA WRITE with immediate.
+//!
+//! All three run with the QP's state lock held and leave the packets they
+//! build on the QP's transmit queue; the caller sends them after dropping
+//! the lock ([`super::tx::send_queued`]).
+//!
+//! - The **requester** ([`run_requester`]) walks the send queue from
+//!   `req.next`, cuts each WQE into packets of the path MTU and sends until
+//!   [`MAX_UNACKED_PSNS`] packets are outstanding. Each WQE gets its PSN
+//!   range the first time it is started; a retransmission rewinds `req` to
+//!   a PSN inside that range and sends the same packets again.
+//! - The **completer** ([`on_ack`], [`on_timer`]) retires WQEs whose last
+//!   PSN is acknowledged, in order, rewinds on a PSN sequence NAK or a
+//!   local ACK timeout (counted against `retry_cnt`), waits out RNR NAKs on
+//!   the RNR timer (counted against `rnr_retry`, 7 = forever), and turns
+//!   any other NAK or an exhausted retry count into an error completion
+//!   that moves the QP to ERR.
+//! - The **responder** ([`on_request`]) accepts exactly the expected PSN,
+//!   re-acknowledges duplicates, NAKs the first packet past a gap, checks
+//!   opcode sequence, lengths, keys and permissions before touching memory,
+//!   answers RNR when no receive WQE is posted, and acknowledges when the
+//!   requester asks (AckReq).
+//!
+//! WQEs are snapshots: the requester copies a send WQE out of the shared
+//! queue before using it, and keeps what completion needs (`WqeMeta`) in
+//! kernel memory, so that user space rewriting its queue cannot change
+//! what the kernel does except with its own data.
+
+use crate::{
+    proto::{
+        aeth::{
+            Aeth,
+            NakCode,
+            Syndrome, //
+        },
+        bth::{
+            Bth,
+            DEFAULT_PKEY, //
+        },
+        immdt::ImmDt,
+        opcode::{
+            MessageKind,
+            Opcode,
+            Operation,
+            Position,
+            Transport, //
+        },
+        packet::{
+            ExtHeaders,
+            Packet, //
+        },
+        psn::{
+            Psn,
+            PsnRegion, //
+        },
+        rc::{
+            self,
+            InProgress,
+            MAX_UNACKED_PSNS, //
+        },
+        reth::Reth,
+        segment::{
+            packet_count,
+            segment_at,
+            PathMtu, //
+        },
+        wqe::{
+            self,
+            RecvWqe,
+            SendWqe, //
+        },
+    },
+    rdma::{
+        qp::{
+            qp_state,
+            Qp,
+            QpTimer, //
+        },
+        wc::{
+            Wc,
+            WcStatus, //
+        },
+    },
+};
+use kernel::prelude::*;
+
+use super::{
+    cq::RrxeCq,
+    hw_counters::Counter,
+    mem::{
+        self,
+        MemError,
+        Need, //
+    },
+    mr::access,
+    qp::State,
+    srq::RrxeSrq,
+    tx::TxCtx,
+    verbs::Rrxe, //
+};
+
+/// `IB_WC_SEND`.
+const WC_SEND: u32 = 0;
+/// `IB_WC_RDMA_WRITE`.
+const WC_RDMA_WRITE: u32 = 1;
+/// `IB_WC_RECV`.
+pub(crate) const WC_RECV: u32 = 1 << 7;
+/// `IB_WC_RECV_RDMA_WITH_IMM`.
+const WC_RECV_RDMA_WITH_IMM: u32 = WC_RECV + 1;
+/// `IB_WC_WITH_IMM`.
+const WC_WITH_IMM: u32 = 1 << 1;
+
+/// What the completer needs of a started send WQE, kept out of user reach.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct WqeMeta {
+    wr_id: u64,
+    wc_opcode: u32,
+    signaled: bool,
+    len: u32,
+    first_psn: Psn,
+    last_psn: Psn,
+}
+
+/// Requester and completer state.
+#[derive(Default)]
+pub(crate) struct Req {
+    /// PSN of the next packet to send.
+    psn: Psn,
+    /// Send queue index of the WQE being sent.
+    next: u32,
+    /// Bytes of WQE `next` already sent.
+    offset: u32,
+    /// One past the last send queue index ever started.
+    started_end: u32,
+    /// Oldest unacknowledged PSN.
+    comp_psn: Psn,
+    /// One past the highest PSN sent.
+    sent_end: Psn,
+    /// Transport retries left (`retry_cnt`).
+    retry_left: u8,
+    /// RNR retries left (`rnr_retry`).
+    rnr_left: u8,
+    /// Waiting for the RNR timer.
+    rnr_wait: bool,
+    /// The retransmit timer is armed.
+    timer_armed: bool,
+}
+
+/// The receive WQE a SEND (or WRITE with immediate) is placed into; its
+/// bytes are in `State::rq_snap`.
+#[derive(Clone, Copy)]
+pub(crate) struct RecvCtx {
+    wr_id: u64,
+    num_sge: u32,
+    /// Bytes placed so far.
+    offset: u32,
+    /// Taken from the SRQ (already consumed there).
+    from_srq: bool,
+}
+
+/// Responder state.
+#[derive(Default)]
+pub(crate) struct Resp {
+    /// Expected PSN.
+    epsn: Psn,
+    /// Message sequence number: messages completed.
+    msn: u32,
+    /// The multi-packet message in progress.
+    op: InProgress,
+    /// A PSN sequence NAK was sent for the current gap.
+    nak_sent: bool,
+    /// The receive WQE of the SEND in progress.
+    recv: Option<RecvCtx>,
+    /// RDMA WRITE in progress: next address, rkey, bytes left, total.
+    write_va: u64,
+    write_rkey: u32,
+    write_resid: u32,
+    write_len: u32,
+}
+
+impl Req {
+    /// Resets the requester to `psn` with the retry counts of the QP.
+    pub(crate) fn reset(&mut self, psn: Psn) {
+        *self = Req {
+            psn,
+            comp_psn: psn,
+            sent_end: psn,
+            retry_left: self.retry_left,
+            rnr_left: self.rnr_left,
+            ..Req::default()
+        };
+    }
+
+    /// Sets the retry counts (`retry_cnt`, `rnr_retry`).
+    pub(crate) fn set_retries(&mut self, retry: Option<u8>, rnr: Option<u8>) {
+        if let Some(r) = retry {
+            self.retry_left = r;
+        }
+        if let Some(r) = rnr {
+            self.rnr_left = r;
+        }
+    }
+}
+
+impl Resp {
+    /// Resets the responder to expect `psn`.
+    pub(crate) fn reset(&mut self, psn: Psn) {
+        *self = Resp {
+            epsn: psn,
+            ..Resp::default()
+        };
+    }
+
+    /// The SRQ receive WQE held by the responder, if any (to flush it).
+    pub(crate) fn take_srq_recv(&mut self) -> Option<u64> {
+        match self.recv {
+            Some(r) if r.from_srq => {
+                self.recv = None;
+                Some(r.wr_id)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn path_mtu(st: &State) -> PathMtu {
+    PathMtu::from_ib_mtu(st.attr.path_mtu()).unwrap_or(PathMtu::Mtu256)
+}
+
+/// The transmit context, resolved on first use.
+fn tx_ctx<'a>(qp: &Qp<Rrxe>, st: &'a mut State) -> Option<&'a TxCtx> {
+    if st.tx.is_none() {
+        match TxCtx::resolve(qp.device(), &st.path, qp.qp_num(), st.attr.dest_qp_num()) {
+            Ok(c) => st.tx = Some(c),
+            Err(_) => {
+                qp.device().counters.inc(Counter::SendErr);
+                return None;
+            }
+        }
+    }
+    st.tx.as_ref()
+}
+
+fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
+    Wc {
+        wr_id,
+        status,
+        opcode,
+        byte_len,
+        ex: 0,
+        qp_num: qp.qp_num(),
+        src_qp: 0,
+        wc_flags: 0,
+        pkey_index: 0,
+        port_num: 1,
+        qp: if qp.is_user() { 0 } else { qp.wc_qp() },
+    }
+}
+
+/// Whether send queue index `a` comes before `b`, counting from the
+/// oldest uncompleted WQE.
+fn sq_before(st: &State, a: u32, b: u32) -> bool {
+    let c = st.sq.consumer();
+    st.sq.geo.count(a, c) < st.sq.geo.count(b, c)
+}
+
+fn meta(st: &State, idx: u32) -> WqeMeta {
+    st.sq_meta.get(idx as usize).copied().unwrap_or_default()
+}
+
+/// Completes the oldest send WQE with `status` (always reported unless
+/// successful and unsignaled).
+fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
+    let m = meta(st, st.sq.consumer());
+    if status != WcStatus::Success || m.signaled {
+        let w = wc(qp, m.wr_id, status, m.wc_opcode, m.len);
+        // An overrun is reported as a CQ error event by the CQ.
+        let _ = RrxeCq::post(qp.send_cq(), &w, false);
+    }
+    st.sq.advance();
+}
+
+/// Moves the QP to ERR after an error completion: every other WQE is
+/// flushed and the timers stop.
+pub(crate) fn to_error(qp: &Qp<Rrxe>, st: &mut State) {
+    st.attr.set_qp_state(qp_state::ERR);
+    st.attr.set_cur_qp_state(qp_state::ERR);
+    qp.cancel_timer(QpTimer::Retransmit);
+    qp.cancel_timer(QpTimer::Rnr);
+    super::qp::RrxeQp::flush(qp, st);
+}
+
+/// Completes the oldest send WQE in error and moves the QP to ERR.
+fn fail_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
+    if st.sq.count() > 0 {
+        complete_head(qp, st, status);
+    }
+    to_error(qp, st);
+}
+
+/// Points the requester at `psn`: inside a started WQE, or at the first
+/// WQE not started yet.
+fn set_position(st: &mut State, psn: Psn, mtu: u32) {
+    let mut idx = st.sq.consumer();
+    while sq_before(st, idx, st.req.started_end) {
+        let m = meta(st, idx);
+        if !psn.before(m.first_psn) && !psn.after(m.last_psn) {
+            st.req.next = idx;
+            st.req.offset = m.first_psn.distance_to(psn).saturating_mul(mtu);
+            st.req.psn = psn;
+            return;
+        }
+        idx = st.sq.geo.next(idx);
+    }
+    st.req.next = st.req.started_end;
+    st.req.offset = 0;
+    st.req.psn = psn;
+}
+
+/// Retires, in order, every started WQE whose last PSN is at or before
+/// `upto`; returns whether any was.
+fn retire(qp: &Qp<Rrxe>, st: &mut State, upto: Psn) -> bool {
+    let mut progress = false;
+    while sq_before(st, st.sq.consumer(), st.req.started_end) {
+        let m = meta(st, st.sq.consumer());
+        if m.last_psn.after(upto) {
+            break;
+        }
+        complete_head(qp, st, WcStatus::Success);
+        progress = true;
+    }
+    progress
+}
+
+fn arm_retransmit(qp: &Qp<Rrxe>, st: &mut State) {
+    if let Some(us) = rc::local_ack_timeout_usecs(st.attr.timeout()) {
+        qp.arm_timer(QpTimer::Retransmit, us);
+        st.req.timer_armed = true;
+    }
+}
+
+/// Message kind and completion opcode of a send WR opcode.
+fn kind_of(opcode: u32) -> Option<(MessageKind, u32)> {
+    match opcode {
+        wqe::WR_SEND => Some((MessageKind::Send, WC_SEND)),
+        wqe::WR_SEND_WITH_IMM => Some((MessageKind::SendWithImm, WC_SEND)),
+        wqe::WR_RDMA_WRITE => Some((MessageKind::RdmaWrite, WC_RDMA_WRITE)),
+        wqe::WR_RDMA_WRITE_WITH_IMM => Some((MessageKind::RdmaWriteWithImm, WC_RDMA_WRITE)),
+        _ => None,
+    }
+}
+
+/// Largest message (IBTA: 2^31 bytes).
+const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// Sends what the send queue and the window allow.
+pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+    if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait || !st.sq.is_user() {
+        return;
+    }
+    let pmtu = path_mtu(st);
+    let mtu = pmtu.bytes();
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    loop {
+        if rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
+            break;
+        }
+        let idx = st.req.next;
+        if st.sq.geo.is_empty(st.sq.producer(), idx) {
+            break;
+        }
+        if st.snap_index != Some(idx) {
+            let State { sq, sq_snap, .. } = &mut *st;
+            if sq.read_slot(idx, sq_snap).is_err() {
+                break;
+            }
+            st.snap_index = Some(idx);
+        }
+        let parsed = SendWqe::parse(&st.sq_snap)
+            .ok()
+            .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
+            .filter(|(w, _)| w.length <= MAX_MSG_SIZE);
+        let Some((w, (kind, wc_opcode))) = parsed else {
+            // A WQE rxe cannot execute completes in error once it is the oldest.
+            if idx == st.sq.consumer() {
+                // `wr_id` is the first field of every send WQE.
+                let wr_id = st
+                    .sq_snap
+                    .first_chunk::<8>()
+                    .map_or(0, |b| u64::from_ne_bytes(*b));
+                let m = WqeMeta {
+                    wr_id,
+                    ..WqeMeta::default()
+                };
+                if let Some(slot) = st.sq_meta.get_mut(idx as usize) {
+                    *slot = m;
+                }
+                fail_head(qp, st, WcStatus::LocQpOpErr);
+            }
+            break;
+        };
+        let count = packet_count(w.length, pmtu);
+        if st.req.offset == 0 {
+            if sq_before(st, idx, st.req.started_end) {
+                st.req.psn = meta(st, idx).first_psn;
+            } else {
+                let m = WqeMeta {
+                    wr_id: w.wr_id,
+                    wc_opcode,
+                    signaled: sq_sig_all || w.send_flags & wqe::SEND_SIGNALED != 0,
+                    len: w.length,
+                    first_psn: st.req.psn,
+                    last_psn: st.req.psn.add(count - 1),
+                };
+                match st.sq_meta.get_mut(idx as usize) {
+                    Some(slot) => *slot = m,
+                    None => break,
+                }
+                st.req.started_end = st.sq.geo.next(idx);
+            }
+        }
+        let index = st.req.offset / mtu;
+        let Some(seg) = segment_at(w.length, pmtu, index) else {
+            break;
+        };
+        let Some(opcode) = Opcode::for_message(Transport::Rc, kind, seg.position) else {
+            break;
+        };
+        let last = matches!(seg.position, Position::Last | Position::Only);
+        let first = matches!(seg.position, Position::First | Position::Only);
+        let bth = Bth {
+            opcode,
+            se: last && w.send_flags & wqe::SEND_SOLICITED != 0,
+            pkey: DEFAULT_PKEY,
+            dest_qpn: st.attr.dest_qp_num(),
+            ack_req: rc::wants_ack(index, count),
+            psn: st.req.psn,
+            ..Bth::default()
+        };
+        let mut ext = ExtHeaders::default();
+        let is_write = matches!(kind, MessageKind::RdmaWrite | MessageKind::RdmaWriteWithImm);
+        if first && is_write {
+            ext.reth = Some(Reth {
+                va: w.remote_addr,
+                rkey: w.rkey,
+                dma_len: w.length,
+            });
+        }
+        if last && matches!(kind, MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm) {
+            ext.immdt = Some(ImmDt {
+                imm_data: w.imm_data.to_ne_bytes(),
+            });
+        }
+        let Some(_) = tx_ctx(qp, st) else {
+            break;
+        };
+        let mut gather_err = None;
+        let built = {
+            let State { tx, sq_snap, .. } = &*st;
+            let Some(tx) = tx.as_ref() else {
+                break;
+            };
+            tx.build(&bth, &ext, seg.len as usize, |buf| {
+                mem::gather(
+                    dev,
+                    pd_id,
+                    sq_snap,
+                    w.has_inline(),
+                    w.length,
+                    w.num_sge,
+                    seg.offset,
+                    buf,
+                )
+                .map_err(|e| {
+                    gather_err = Some(e);
+                    EFAULT
+                })
+            })
+        };
+        let skb = match built {
+            Ok(skb) => skb,
+            Err(_) => {
+                if let Some(e) = gather_err {
+                    if idx == st.sq.consumer() && index == 0 {
+                        let status = match e {
+                            MemError::Length => WcStatus::LocLenErr,
+                            _ => WcStatus::LocProtErr,
+                        };
+                        fail_head(qp, st, status);
+                    }
+                } else if !st.req.timer_armed {
+                    // Out of memory: the retransmit timer tries again.
+                    arm_retransmit(qp, st);
+                }
+                break;
+            }
+        };
+        qp.txq.push_back(skb);
+        st.req.psn = st.req.psn.next();
+        if st.req.sent_end.before(st.req.psn) {
+            st.req.sent_end = st.req.psn;
+        }
+        if last {
+            st.req.next = st.sq.geo.next(idx);
+            st.req.offset = 0;
+        } else {
+            st.req.offset += seg.len;
+        }
+        if !st.req.timer_armed {
+            arm_retransmit(qp, st);
+        }
+    }
+}
+
+/// Completer: an acknowledge (ACK, RNR NAK or NAK) arrived.
+pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
+    let state = st.attr.qp_state();
+    if !matches!(state, qp_state::RTS | qp_state::SQD | qp_state::SQE) {
+        return;
+    }
+    if !matches!(pkt.info().operation, Operation::Acknowledge) {
+        // READ responses and atomic acknowledges come with the next issue.
+        return;
+    }
+    let Some(aeth) = pkt.ext().aeth else {
+        return;
+    };
+    let Ok(syndrome) = aeth.syndrome() else {
+        return;
+    };
+    let psn = pkt.bth().psn;
+    if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
+        return;
+    }
+    let mtu = path_mtu(st).bytes();
+    let counters = &qp.device().counters;
+    let progress = match syndrome {
+        Syndrome::Ack { .. } => {
+            let p = retire(qp, st, psn);
+            st.req.comp_psn = psn.next();
+            if st.req.psn.before(st.req.comp_psn) {
+                set_position(st, st.req.comp_psn, mtu);
+            }
+            // Even without a retired WQE, the window moved.
+            let _ = p;
+            true
+        }
+        Syndrome::RnrNak { timer } => {
+            counters.inc(Counter::RcvdRnrErr);
+            let p = retire(qp, st, psn.sub(1));
+            st.req.comp_psn = psn;
+            match rc::take_retry(st.req.rnr_left, true) {
+                Some(n) => {
+                    st.req.rnr_left = n;
+                    set_position(st, psn, mtu);
+                    st.req.rnr_wait = true;
+                    qp.cancel_timer(QpTimer::Retransmit);
+                    st.req.timer_armed = false;
+                    qp.arm_timer(
+                        QpTimer::Rnr,
+                        u64::from(crate::proto::aeth::rnr_timer_usecs(timer)),
+                    );
+                }
+                None => {
+                    counters.inc(Counter::RetryRnrExceededErr);
+                    fail_head(qp, st, WcStatus::RnrRetryExcErr);
+                    return;
+                }
+            }
+            p
+        }
+        Syndrome::Nak(NakCode::PsnSequenceError) => {
+            counters.inc(Counter::RcvdSeqErr);
+            let p = retire(qp, st, psn.sub(1));
+            st.req.comp_psn = psn;
+            set_position(st, psn, mtu);
+            p
+        }
+        Syndrome::Nak(code) => {
+            retire(qp, st, psn.sub(1));
+            st.req.comp_psn = psn;
+            let status = match code {
+                NakCode::RemoteAccessError => WcStatus::RemAccessErr,
+                NakCode::RemoteOperationalError => WcStatus::RemOpErr,
+                NakCode::InvalidRdRequest => WcStatus::RemInvRdReqErr,
+                _ => WcStatus::RemInvReqErr,
+            };
+            fail_head(qp, st, status);
+            return;
+        }
+    };
+    if progress {
+        st.req.retry_left = st.attr.retry_cnt();
+        if !st.req.rnr_wait {
+            st.req.rnr_left = st.attr.rnr_retry();
+        }
+    }
+    if st.req.rnr_wait {
+        return;
+    }
+    if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
+        arm_retransmit(qp, st);
+    } else {
+        qp.cancel_timer(QpTimer::Retransmit);
+        st.req.timer_armed = false;
+    }
+    run_requester(qp, st, sq_sig_all);
+}
+
+/// A timer of the QP fired.
+pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bool) {
+    if st.attr.qp_state() != qp_state::RTS {
+        return;
+    }
+    match t {
+        QpTimer::Rnr => {
+            st.req.rnr_wait = false;
+        }
+        QpTimer::Retransmit => {
+            st.req.timer_armed = false;
+            if st.req.rnr_wait || rc::in_flight(st.req.comp_psn, st.req.sent_end) == 0 {
+                return;
+            }
+            match rc::take_retry(st.req.retry_left, false) {
+                Some(n) => {
+                    st.req.retry_left = n;
+                    qp.device().counters.inc(Counter::CompleterRetryErr);
+                    let mtu = path_mtu(st).bytes();
+                    set_position(st, st.req.comp_psn, mtu);
+                }
+                None => {
+                    qp.device().counters.inc(Counter::RetryExceededErr);
+                    fail_head(qp, st, WcStatus::RetryExcErr);
+                    return;
+                }
+            }
+        }
+    }
+    run_requester(qp, st, sq_sig_all);
+}
+
+/// Queues an acknowledge with `syndrome` for `psn`.
+fn send_ack(qp: &Qp<Rrxe>, st: &mut State, syndrome: Syndrome, psn: Psn) {
+    let msn = st.resp.msn;
+    let dest_qpn = st.attr.dest_qp_num();
+    let Some(tx) = tx_ctx(qp, st) else {
+        return;
+    };
+    let Ok(aeth) = Aeth::new(syndrome, msn) else {
+        return;
+    };
+    let bth = Bth {
+        opcode: Opcode::RC_ACKNOWLEDGE,
+        pkey: DEFAULT_PKEY,
+        dest_qpn,
+        psn,
+        ..Bth::default()
+    };
+    let ext = ExtHeaders {
+        aeth: Some(aeth),
+        ..ExtHeaders::default()
+    };
+    match tx.build(&bth, &ext, 0, |_| Ok(())) {
+        Ok(skb) => qp.txq.push_back(skb),
+        Err(_) => qp.device().counters.inc(Counter::SendErr),
+    }
+}
+
+/// An ACK carrying "unlimited credits" (rxe does not do end-to-end credits).
+fn ack() -> Syndrome {
+    Syndrome::Ack {
+        credits: crate::proto::aeth::CREDITS_UNLIMITED,
+    }
+}
+
+/// Takes the next receive WQE from the QP's receive queue or SRQ into
+/// `State::rq_snap`.
+fn take_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<Result<RecvCtx, ()>> {
+    let from_srq = match &mut st.rq {
+        Some(rq) => {
+            let c = rq.consumer();
+            if rq.geo.is_empty(rq.producer(), c) {
+                return None;
+            }
+            if rq.read_slot(c, &mut st.rq_snap).is_err() {
+                return Some(Err(()));
+            }
+            false
+        }
+        None => {
+            let srq = qp.srq()?;
+            if !RrxeSrq::take(srq, &mut st.rq_snap) {
+                return None;
+            }
+            true
+        }
+    };
+    Some(match RecvWqe::parse(&st.rq_snap) {
+        Ok(r) => Ok(RecvCtx {
+            wr_id: r.wr_id,
+            num_sge: r.num_sge,
+            offset: 0,
+            from_srq,
+        }),
+        Err(_) => Err(()),
+    })
+}
+
+/// Completes the held receive WQE.
+fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
+    if let Some(r) = st.resp.recv.take() {
+        if !r.from_srq {
+            if let Some(rq) = &mut st.rq {
+                rq.advance();
+            }
+        }
+        let _ = RrxeCq::post(qp.recv_cq(), &w, solicited);
+    }
+}
+
+/// A fatal responder error: NAK, complete the held receive WQE with
+/// `status` and move the QP to ERR.
+fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStatus>, psn: Psn) {
+    send_ack(qp, st, Syndrome::Nak(code), psn);
+    if let (Some(status), Some(r)) = (status, st.resp.recv) {
+        let w = wc(qp, r.wr_id, status, WC_RECV, 0);
+        complete_recv(qp, st, w, false);
+    }
+    to_error(qp, st);
+}
+
+/// Responder: a request packet arrived.
+pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
+    let state = st.attr.qp_state();
+    if !matches!(
+        state,
+        qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
+    ) {
+        return;
+    }
+    let info = pkt.info();
+    let bth = pkt.bth();
+    let psn = bth.psn;
+    let counters = &qp.device().counters;
+    match psn.region(st.resp.epsn) {
+        PsnRegion::Expected => st.resp.nak_sent = false,
+        PsnRegion::Duplicate => {
+            // SEND and WRITE are not executed twice: acknowledge what has
+            // been received so far.
+            counters.inc(Counter::DuplicateRequest);
+            let last = st.resp.epsn.sub(1);
+            send_ack(qp, st, ack(), last);
+            return;
+        }
+        PsnRegion::Ahead => {
+            counters.inc(Counter::OutOfSeqRequest);
+            if !st.resp.nak_sent {
+                st.resp.nak_sent = true;
+                let e = st.resp.epsn;
+                send_ack(qp, st, Syndrome::Nak(NakCode::PsnSequenceError), e);
+            }
+            return;
+        }
+    }
+    let next_op = match rc::check_op_sequence(st.resp.op, info) {
+        Ok(op) => op,
+        Err(()) => return resp_fail(qp, st, NakCode::InvalidRequest, None, psn),
+    };
+    let mtu = path_mtu(st).bytes();
+    let payload = pkt.payload();
+    let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    if !rc::payload_len_ok(info.position, plen, mtu) {
+        return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+    }
+    let first = info.position.is_first();
+    let last = info.position.is_last();
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let qp_access = st.attr.qp_access_flags();
+
+    match info.operation {
+        Operation::Send => {
+            if first {
+                match take_recv(qp, st) {
+                    None => {
+                        // Receiver not ready: the requester retries after the timer.
+                        counters.inc(Counter::SendRnrErr);
+                        let timer = st.attr.min_rnr_timer();
+                        send_ack(qp, st, Syndrome::RnrNak { timer }, psn);
+                        return;
+                    }
+                    Some(Err(())) => {
+                        return resp_fail(qp, st, NakCode::RemoteOperationalError, None, psn)
+                    }
+                    Some(Ok(r)) => st.resp.recv = Some(r),
+                }
+                counters.inc(Counter::RdmaRecvs);
+            }
+            let Some(r) = st.resp.recv else {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            };
+            if let Err(e) = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload) {
+                let (code, status) = match e {
+                    MemError::Length => (NakCode::InvalidRequest, WcStatus::LocLenErr),
+                    _ => (NakCode::RemoteOperationalError, WcStatus::LocProtErr),
+                };
+                return resp_fail(qp, st, code, Some(status), psn);
+            }
+            let placed = r.offset + plen;
+            if let Some(rr) = &mut st.resp.recv {
+                rr.offset = placed;
+            }
+            if last {
+                let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, placed);
+                w.src_qp = st.attr.dest_qp_num();
+                if let Some(imm) = pkt.ext().immdt {
+                    w.ex = u32::from_ne_bytes(imm.imm_data);
+                    w.wc_flags |= WC_WITH_IMM;
+                }
+                complete_recv(qp, st, w, bth.se);
+            }
+        }
+        Operation::RdmaWrite => {
+            if qp_access & access::REMOTE_WRITE == 0 {
+                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+            }
+            // WRITE with immediate consumes a receive WQE: make sure one is
+            // there before any data is placed.
+            if info.has_immediate() && st.resp.recv.is_none() {
+                match take_recv(qp, st) {
+                    None => {
+                        counters.inc(Counter::SendRnrErr);
+                        let timer = st.attr.min_rnr_timer();
+                        send_ack(qp, st, Syndrome::RnrNak { timer }, psn);
+                        return;
+                    }
+                    Some(Err(())) => {
+                        return resp_fail(qp, st, NakCode::RemoteOperationalError, None, psn)
+                    }
+                    Some(Ok(r)) => st.resp.recv = Some(r),
+                }
+            }
+            if first {
+                let Some(reth) = pkt.ext().reth else {
+                    return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+                };
+                st.resp.write_va = reth.va;
+                st.resp.write_rkey = reth.rkey;
+                st.resp.write_resid = reth.dma_len;
+                st.resp.write_len = reth.dma_len;
+            }
+            if plen > st.resp.write_resid || (last && plen != st.resp.write_resid) {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            }
+            if let Err(e) = mem::write(
+                dev,
+                pd_id,
+                st.resp.write_rkey,
+                true,
+                Need::RemoteWrite,
+                st.resp.write_va,
+                payload,
+            ) {
+                let _ = e;
+                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+            }
+            st.resp.write_va = st.resp.write_va.wrapping_add(u64::from(plen));
+            st.resp.write_resid -= plen;
+            if last && info.has_immediate() {
+                if let Some(r) = st.resp.recv {
+                    let mut w = wc(
+                        qp,
+                        r.wr_id,
+                        WcStatus::Success,
+                        WC_RECV_RDMA_WITH_IMM,
+                        st.resp.write_len,
+                    );
+                    w.src_qp = st.attr.dest_qp_num();
+                    if let Some(imm) = pkt.ext().immdt {
+                        w.ex = u32::from_ne_bytes(imm.imm_data);
+                        w.wc_flags |= WC_WITH_IMM;
+                    }
+                    complete_recv(qp, st, w, bth.se);
+                }
+            }
+        }
+        _ => {
+            // READ and atomics come with the next issue.
+            return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+        }
+    }
+    st.resp.op = next_op;
+    st.resp.epsn = psn.next();
+    if last {
+        st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+    }
+    if bth.ack_req {
+        send_ack(qp, st, ack(), psn);
+    }
+}

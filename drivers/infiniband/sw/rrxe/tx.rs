@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Transmit path: RoCEv2 packets built for a QP and handed to the IP stack.
+//!
+//! Packets are built while the QP's state lock is held (interrupts off), so
+//! building only allocates (`GFP_ATOMIC`) and writes headers: BTH and
+//! extension headers from the protocol core, the payload through a closure,
+//! then the UDP and IP headers (IPv4 with DF set, or IPv6), and last the
+//! ICRC over all of them. The built packets go to the QP's transmit queue;
+//! [`send_queued`] hands them to the IP stack once the lock is dropped, one
+//! sender at a time so that a QP's packets leave in PSN order.
+
+use crate::{
+    net::{
+        self,
+        route::Route,
+        skbuff::{
+            xmit_udp,
+            UdpIpHdr, //
+        },
+        SkBuff,
+    },
+    proto::{
+        self,
+        bth::Bth,
+        icrc,
+        packet::{
+            packet_len,
+            write_headers,
+            ExtHeaders, //
+        },
+        segment::pad_len,
+        udp::udp_sport,
+        ROCEV2_UDP_PORT,
+    },
+    rdma::{
+        device::Device,
+        qp::Qp,
+        ARef, //
+    },
+};
+use kernel::prelude::*;
+
+use super::{
+    hw_counters::Counter,
+    icrc::KernelCrc32,
+    verbs::Rrxe, //
+};
+
+/// Where a connected QP's packets go: resolved on first use after RTR.
+pub(crate) struct TxCtx {
+    route: Route,
+    ndev: ARef<net::Device>,
+    hdr: UdpIpHdr,
+}
+
+/// The address vector of a connected QP, as set by `modify_qp`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Path {
+    /// Destination GID.
+    pub(crate) dgid: [u8; 16],
+    /// Source GID index.
+    pub(crate) sgid_index: u8,
+    /// IPv6 flow label (0: derive the UDP source port from the QPNs).
+    pub(crate) flow_label: u32,
+    /// IPv4 TOS / IPv6 traffic class.
+    pub(crate) traffic_class: u8,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub(crate) hop_limit: u8,
+}
+
+impl TxCtx {
+    /// Resolves `path` for QP `lqpn` talking to `rqpn` on `dev`'s port.
+    pub(crate) fn resolve(dev: &Device<Rrxe>, path: &Path, lqpn: u32, rqpn: u32) -> Result<Self> {
+        let ndev = dev.netdev(1).ok_or(ENODEV)?;
+        let sgid = dev.gid_at(1, u32::from(path.sgid_index))?;
+        let route = Route::output(ndev.net(), &ndev, &sgid, &path.dgid)?;
+        let hdr = UdpIpHdr {
+            sgid,
+            dgid: path.dgid,
+            sport: udp_sport(path.flow_label, lqpn, rqpn),
+            dport: ROCEV2_UDP_PORT,
+            tos: path.traffic_class,
+            ttl: path.hop_limit,
+            flow_label: path.flow_label,
+        };
+        Ok(Self { route, ndev, hdr })
+    }
+
+    /// The destination GID, to check the source of received packets.
+    pub(crate) fn dgid(&self) -> &[u8; 16] {
+        &self.hdr.dgid
+    }
+
+    /// Builds one packet with headers `bth` and `ext` and a payload of
+    /// `payload_len` bytes written by `fill`. The pad count is set here.
+    pub(crate) fn build(
+        &self,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result<SkBuff> {
+        let info = bth.opcode.info().ok_or(EINVAL)?;
+        let len = packet_len(info, payload_len).ok_or(EINVAL)?;
+        let mut skb = SkBuff::alloc_udp(&self.ndev, &self.route, len)?;
+        {
+            let data = skb.data_mut();
+            let bth = Bth {
+                pad: pad_len(payload_len),
+                ..*bth
+            };
+            let h = write_headers(data, &bth, ext).map_err(proto_err)?;
+            let end = h.checked_add(payload_len).ok_or(EINVAL)?;
+            fill(data.get_mut(h..end).ok_or(EINVAL)?)?;
+        }
+        skb.push_udp_ip(&self.route, &self.hdr)?;
+        let (ip, udp, roce) = skb.ip_udp_payload().ok_or(EINVAL)?;
+        icrc::generate(&KernelCrc32, ip, udp, roce).map_err(proto_err)?;
+        Ok(skb)
+    }
+}
+
+fn proto_err(_: proto::Error) -> Error {
+    EINVAL
+}
+
+/// Hands the packets queued on `qp` to the IP stack. Never called with the
+/// QP's state lock held (the IP stack must run with interrupts enabled).
+pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
+    let dev = qp.device();
+    loop {
+        // One sender at a time keeps the packets in order.
+        if !qp.start_sending() {
+            return;
+        }
+        while let Some(skb) = qp.txq.pop_front() {
+            let len = skb.len();
+            let Some(ndev) = dev.netdev(1) else {
+                dev.counters.inc(Counter::SendErr);
+                continue;
+            };
+            match xmit_udp(ndev.net(), skb) {
+                Ok(()) => {
+                    dev.counters.inc(Counter::SentPkts);
+                    // CAST: the length of one packet.
+                    dev.counters.add(Counter::SentBytes, len as u64);
+                }
+                Err(_) => dev.counters.inc(Counter::SendErr),
+            }
+        }
+        // A packet queued after the last pop but before the flag was
+        // cleared is sent by the next round.
+        if !qp.stop_sending() {
+            return;
+        }
+    }
+}
