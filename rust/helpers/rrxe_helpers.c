@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/vmalloc.h>
+#include <net/dst.h>
 #include <net/ip6_route.h>
 #include <net/net_namespace.h>
 #include <net/route.h>
@@ -237,6 +238,16 @@ struct dst_entry *rrxe_helper_ip6_route_output_udp(struct net *net, int oif,
 		return ERR_PTR(err);
 	}
 	return dst;
+}
+
+struct dst_entry *rrxe_helper_rtable_dst(struct rtable *rt)
+{
+	return &rt->dst;
+}
+
+void rrxe_helper_dst_hold(struct dst_entry *dst)
+{
+	dst_hold(dst);
 }
 
 /* include/linux/net.h */

@@ -20,4 +20,5 @@ pub use namespace::{
     Namespace,
     PassiveRef, //
 };
+pub use route::Route;
 pub use skbuff::SkBuff;
