@@ -21,4 +21,9 @@ pub use namespace::{
     PassiveRef, //
 };
 pub use route::Route;
-pub use skbuff::SkBuff;
+pub use skbuff::{
+    xmit_udp,
+    SkBuff,
+    SkbQueue,
+    UdpIpHdr, //
+};
