@@ -406,6 +406,12 @@ void rrxe_helper_skb_queue_purge(struct sk_buff_head *list)
 	skb_queue_purge(list);
 }
 
+/* The loopback device of @net, for tests. */
+struct net_device *rrxe_helper_net_loopback_dev(struct net *net)
+{
+	return net->loopback_dev;
+}
+
 /* include/linux/net.h */
 
 struct sock *rrxe_helper_socket_sk(const struct socket *sock)
