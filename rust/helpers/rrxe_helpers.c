@@ -18,8 +18,12 @@
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/udp.h>
 #include <linux/vmalloc.h>
+#include <net/dst.h>
+#include <net/ip.h>
 #include <net/ip6_route.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/route.h>
 #include <net/netns/generic.h>
@@ -237,6 +241,175 @@ struct dst_entry *rrxe_helper_ip6_route_output_udp(struct net *net, int oif,
 		return ERR_PTR(err);
 	}
 	return dst;
+}
+
+struct dst_entry *rrxe_helper_rtable_dst(struct rtable *rt)
+{
+	return &rt->dst;
+}
+
+void rrxe_helper_dst_hold(struct dst_entry *dst)
+{
+	dst_hold(dst);
+}
+
+/* The RoCEv2 transmit path: UDP/IP packets built by the driver itself. */
+
+/*
+ * Allocates an skb with @len zeroed bytes of data and enough headroom for
+ * @hdr_len bytes of IP and UDP headers plus the link layer of both @dev and
+ * the device of @dst (they differ e.g. for a route to a local address).
+ * GFP_ATOMIC: the callers may hold spinlocks.
+ */
+struct sk_buff *rrxe_helper_alloc_skb_udp(struct net_device *dev,
+					  struct dst_entry *dst,
+					  unsigned int hdr_len,
+					  unsigned int len)
+{
+	unsigned int ll = max_t(unsigned int, LL_RESERVED_SPACE(dev),
+				LL_RESERVED_SPACE(dst_dev(dst)));
+	struct sk_buff *skb = alloc_skb(ll + hdr_len + len, GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, ll + hdr_len);
+	skb_put_zero(skb, len);
+	return skb;
+}
+
+/*
+ * Makes the linear data of @skb writable (not shared with a clone) and
+ * returns it, with its length in *@len; NULL if that needs memory there is
+ * none of.
+ */
+u8 *rrxe_helper_skb_data_mut(struct sk_buff *skb, unsigned int *len)
+{
+	if (skb_unclone(skb, GFP_ATOMIC))
+		return NULL;
+	*len = skb_headlen(skb);
+	return skb->data;
+}
+
+/*
+ * Readies @skb to leave through ip_local_out()/ip6_local_out() over @dst,
+ * as a locally generated packet of no socket: forgets what a previous life
+ * left (route, conntrack, extensions, control block), takes a reference on
+ * @dst for the skb, and pushes a UDP header (the transport header) and an
+ * IP header of @l3_len bytes (the network header), both left for the caller
+ * to fill in.  Returns the start of the IP header, or NULL if the headroom
+ * could not be made private and large enough.
+ */
+u8 *rrxe_helper_skb_push_udp_ip(struct sk_buff *skb, struct dst_entry *dst,
+				unsigned int l3_len, u16 ethertype)
+{
+	if (skb_cow_head(skb, l3_len + sizeof(struct udphdr)))
+		return NULL;
+	skb_scrub_packet(skb, false);
+	skb_clear_hash(skb);
+	memset(skb->cb, 0, sizeof(skb->cb));
+	skb_dst_set(skb, dst_clone(dst));
+	__skb_push(skb, sizeof(struct udphdr));
+	skb_reset_transport_header(skb);
+	__skb_push(skb, l3_len);
+	skb_reset_network_header(skb);
+	skb->protocol = htons(ethertype);
+	return skb->data;
+}
+
+/*
+ * Completes the IPv4 header written at the network header of @skb: an
+ * identification from the per-namespace generator of the route's device,
+ * and the header checksum.
+ */
+void rrxe_helper_ip4_finish_hdr(struct sk_buff *skb)
+{
+	struct iphdr *iph = ip_hdr(skb);
+
+	__ip_select_ident(dev_net(skb_dst_dev(skb)), iph,
+			  skb_shinfo(skb)->gso_segs ?: 1);
+	ip_send_check(iph);
+}
+
+/*
+ * Returns the bytes of @skb from the network header to the end of the
+ * linear data, made writable, with their number in *@len and the length of
+ * the network header (up to the transport header) in *@l3_len.  NULL if the
+ * data is not linear, the headers are not set in that order with room for a
+ * UDP header, or the data could not be made private.
+ */
+u8 *rrxe_helper_skb_ip_udp(struct sk_buff *skb, unsigned int *l3_len,
+			   unsigned int *len)
+{
+	unsigned int nh, th, end;
+
+	if (skb_is_nonlinear(skb) || !skb_transport_header_was_set(skb))
+		return NULL;
+	if (skb_unclone(skb, GFP_ATOMIC))
+		return NULL;
+	nh = skb_network_header(skb) - skb->head;
+	th = skb_transport_header(skb) - skb->head;
+	end = skb_tail_pointer(skb) - skb->head;
+	if (nh > th || th + sizeof(struct udphdr) > end)
+		return NULL;
+	*l3_len = th - nh;
+	*len = end - nh;
+	return skb_network_header(skb);
+}
+
+/*
+ * Sends @skb, prepared by rrxe_helper_skb_push_udp_ip(), with no socket:
+ * ip_local_out() or ip6_local_out() in @net.  Consumes @skb whatever
+ * happens.  Anything else (no route, data not at the IP header, another
+ * protocol) is dropped with -EINVAL instead of reaching the IP stack.
+ * Returns 0 or a negative errno; a drop by the queueing discipline is
+ * -ENOBUFS, congestion notification counts as sent.  Not with IRQs off:
+ * the output path ends with local_bh_enable().
+ */
+int rrxe_helper_xmit_udp(struct net *net, struct sk_buff *skb)
+{
+	int err;
+
+	if (WARN_ON_ONCE(irqs_disabled()) || !skb_dst(skb) ||
+	    !skb_transport_header_was_set(skb) ||
+	    skb->data != skb_network_header(skb)) {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
+	if (skb->protocol == htons(ETH_P_IP)) {
+		err = ip_local_out(net, NULL, skb);
+	} else if (skb->protocol == htons(ETH_P_IPV6)) {
+		err = ip6_local_out(net, NULL, skb);
+	} else {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
+	if (err > 0)
+		err = net_xmit_errno(err);
+	return err;
+}
+
+/* include/linux/skbuff.h: skb queues. */
+
+void rrxe_helper_skb_queue_head_init(struct sk_buff_head *list)
+{
+	skb_queue_head_init(list);
+}
+
+unsigned int
+rrxe_helper_skb_queue_len_lockless(const struct sk_buff_head *list)
+{
+	return skb_queue_len_lockless(list);
+}
+
+void rrxe_helper_skb_queue_purge(struct sk_buff_head *list)
+{
+	skb_queue_purge(list);
+}
+
+/* The loopback device of @net, for tests. */
+struct net_device *rrxe_helper_net_loopback_dev(struct net *net)
+{
+	return net->loopback_dev;
 }
 
 /* include/linux/net.h */

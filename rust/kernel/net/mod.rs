@@ -20,4 +20,10 @@ pub use namespace::{
     Namespace,
     PassiveRef, //
 };
-pub use skbuff::SkBuff;
+pub use route::Route;
+pub use skbuff::{
+    xmit_udp,
+    SkBuff,
+    SkbQueue,
+    UdpIpHdr, //
+};

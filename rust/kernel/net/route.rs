@@ -38,6 +38,9 @@ pub struct Route4 {
 // SAFETY: The reference may be dropped on any thread.
 unsafe impl Send for Route4 {}
 
+// SAFETY: `&Route4` only allows taking another reference, which is atomic.
+unsafe impl Sync for Route4 {}
+
 impl Route4 {
     /// Looks up the route from `saddr` to `daddr` (network byte order, as
     /// on the wire) out of `dev`, for UDP (`ip_route_output_key`).
@@ -61,6 +64,12 @@ impl Route4 {
         })
     }
 
+    /// The route as a `struct dst_entry`, valid while `self` exists.
+    pub(crate) fn dst(&self) -> *mut bindings::dst_entry {
+        // SAFETY: `self.rt` is valid by the type invariant.
+        unsafe { bindings::rtable_dst(self.rt.as_ptr()) }
+    }
+
     /// Gives up the reference and returns the C pointer (for functions that
     /// consume it).
     #[expect(dead_code, reason = "for the transmit path")]
@@ -68,6 +77,15 @@ impl Route4 {
         let rt = self.rt.as_ptr();
         core::mem::forget(self);
         rt
+    }
+}
+
+impl Clone for Route4 {
+    fn clone(&self) -> Self {
+        // SAFETY: The route is valid and `self` holds a reference, so the count is non-zero.
+        unsafe { bindings::dst_hold(self.dst()) };
+        // INVARIANT: The new object owns the reference just taken.
+        Self { rt: self.rt }
     }
 }
 
@@ -90,6 +108,9 @@ pub struct Route6 {
 
 // SAFETY: The reference may be dropped on any thread.
 unsafe impl Send for Route6 {}
+
+// SAFETY: `&Route6` only allows taking another reference, which is atomic.
+unsafe impl Sync for Route6 {}
 
 impl Route6 {
     /// Looks up the route from `saddr` to `daddr` out of `dev`, for UDP
@@ -119,6 +140,11 @@ impl Route6 {
         })
     }
 
+    /// The route, valid while `self` exists.
+    pub(crate) fn dst(&self) -> *mut bindings::dst_entry {
+        self.dst.as_ptr()
+    }
+
     /// Gives up the reference and returns the C pointer (for functions that
     /// consume it).
     #[expect(dead_code, reason = "for the transmit path")]
@@ -129,9 +155,68 @@ impl Route6 {
     }
 }
 
+impl Clone for Route6 {
+    fn clone(&self) -> Self {
+        // SAFETY: The route is valid and `self` holds a reference, so the count is non-zero.
+        unsafe { bindings::dst_hold(self.dst.as_ptr()) };
+        // INVARIANT: The new object owns the reference just taken.
+        Self { dst: self.dst }
+    }
+}
+
 impl Drop for Route6 {
     fn drop(&mut self) {
         // SAFETY: We hold one reference by the type invariant.
         unsafe { bindings::dst_release(self.dst.as_ptr()) };
+    }
+}
+
+/// Returns the IPv4 address of an IPv4-mapped IPv6 address
+/// (`::ffff:a.b.c.d`, RFC 4291 §2.5.5.2), as RoCEv2 GIDs carry IPv4
+/// addresses, or `None` for any other address.
+pub fn ipv4_mapped(gid: &[u8; 16]) -> Option<[u8; 4]> {
+    let (prefix, addr) = gid.split_last_chunk::<4>()?;
+    (prefix == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]).then_some(*addr)
+}
+
+/// A route to a RoCEv2 peer, IPv4 or IPv6, with a reference held.
+///
+/// Cloning takes another reference (`dst_hold`); dropping releases one.
+#[derive(Clone)]
+pub enum Route {
+    /// An IPv4 route (both GIDs IPv4-mapped).
+    V4(Route4),
+    /// An IPv6 route.
+    V6(Route6),
+}
+
+impl Route {
+    /// Looks up the route out of `dev` from `sgid` to `dgid`, 16-byte GIDs
+    /// in network byte order: IPv4-mapped GIDs (`::ffff:a.b.c.d`) give an
+    /// IPv4 route, any other GIDs an IPv6 one.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if one GID is IPv4-mapped and the other is not;
+    /// `ENETUNREACH`, `EHOSTUNREACH` and the like when there is no route.
+    pub fn output(net: &Namespace, dev: &Device, sgid: &[u8; 16], dgid: &[u8; 16]) -> Result<Self> {
+        match (ipv4_mapped(sgid), ipv4_mapped(dgid)) {
+            (Some(saddr), Some(daddr)) => Ok(Self::V4(Route4::output(net, dev, saddr, daddr)?)),
+            (None, None) => Ok(Self::V6(Route6::output(net, dev, sgid, dgid)?)),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Returns whether this is an IPv6 route.
+    pub fn is_ipv6(&self) -> bool {
+        matches!(self, Self::V6(_))
+    }
+
+    /// The route as a `struct dst_entry`, valid while `self` exists.
+    pub(crate) fn dst(&self) -> *mut bindings::dst_entry {
+        match self {
+            Self::V4(r) => r.dst(),
+            Self::V6(r) => r.dst(),
+        }
     }
 }
