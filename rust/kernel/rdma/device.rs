@@ -81,6 +81,7 @@ use core::{
 };
 use kernel::{
     error::{
+        from_err_ptr,
         from_result,
         to_result,
         VTABLE_DEFAULT_ERROR, //
@@ -408,6 +409,34 @@ impl<T: Driver> Device<T> {
     /// Any context.
     pub fn lookup_mr(&self, index: u32) -> Option<ARef<Mr<T>>> {
         self.mrs.get(index)
+    }
+
+    /// The GID at `index` of port `port` in the RDMA core's GID table
+    /// (`rdma_get_gid_attr`), in network byte order. `EINVAL` for a bad port
+    /// or index, `ENODATA` for an empty entry. Any context.
+    pub fn gid_at(&self, port: u32, index: u32) -> Result<[u8; 16]> {
+        let index = c_int::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: The device is valid; the call checks `port` and `index` itself.
+        let attr = unsafe { bindings::rdma_get_gid_attr(self.as_raw(), port, index) };
+        let attr = from_err_ptr(attr.cast_mut())?;
+        // SAFETY: `attr` is a valid GID entry on which we hold a reference; every bit pattern
+        // is a valid `[u8; 16]`.
+        let gid = unsafe { *(*attr).gid.raw.as_ref() };
+        // SAFETY: Drops the reference taken by `rdma_get_gid_attr`.
+        unsafe { bindings::rdma_put_gid_attr(attr) };
+        Ok(gid)
+    }
+
+    /// The network namespace of the net device bound to port `port`, with a
+    /// reference, for transmitting; `None` without a net device or while
+    /// the namespace is being dismantled. Any context.
+    pub fn netdev_net(&self, port: u32) -> Option<ARef<net::namespace::Namespace>> {
+        let ndev = self.netdev(port)?;
+        // SAFETY: `ndev` is held, so its namespace's `struct net` is allocated; `maybe_get_net`
+        // only takes a reference if the namespace is alive.
+        let net = unsafe { bindings::maybe_get_net(bindings::dev_net(ndev.as_raw())) };
+        // SAFETY: `maybe_get_net` returned NULL or took a reference, which the `ARef` owns.
+        NonNull::new(net).map(|p| unsafe { ARef::from_raw(p.cast()) })
     }
 
     /// Reports the state of `netdev`'s port to the RDMA core's clients as a

@@ -38,6 +38,8 @@ use kernel::{
     types::Opaque, //
 };
 
+pub use crate::rdma::ah::Av;
+
 /// QP types (`enum ib_qp_type`) as raw values.
 pub mod qp_type {
     use crate::bindings;
@@ -247,6 +249,25 @@ impl QpAttr {
         sq_psn, set_sq_psn: u32;
         /// `rq_psn`.
         rq_psn, set_rq_psn: u32;
+        /// `dest_qp_num`: the remote QPN (RC, UC).
+        dest_qp_num, set_dest_qp_num: u32;
+        /// `retry_cnt`: transport retries before an error (0..=7).
+        retry_cnt, set_retry_cnt: u8;
+        /// `rnr_retry`: RNR NAK retries (0..=6; 7 means unlimited).
+        rnr_retry, set_rnr_retry: u8;
+        /// `min_rnr_timer`: the RNR NAK timer field sent to the requester
+        /// (IBTA Vol 1 §9.7.5.2.8, table of encoded times).
+        min_rnr_timer, set_min_rnr_timer: u8;
+        /// `qkey` (UD, GSI).
+        qkey, set_qkey: u32;
+        /// `pkey_index`.
+        pkey_index, set_pkey_index: u16;
+    }
+
+    /// The GRH of the primary path: destination GID, source GID index, flow
+    /// label, traffic class and hop limit.
+    pub fn av(&self) -> Av {
+        Av::from_grh(&self.0.ah_attr.grh)
     }
 
     /// `cap`.
