@@ -12,6 +12,7 @@
  */
 
 #include <linux/etherdevice.h>
+#include <linux/highmem.h>
 #include <linux/if_vlan.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
@@ -481,6 +482,20 @@ size_t rrxe_helper_umem_fill_pages(struct ib_umem *umem, struct page **pages,
 		pages[i++] = sg_page_iter_page(&iter);
 	}
 	return i;
+}
+
+/* include/linux/highmem.h: data access to pinned user pages. */
+
+void rrxe_helper_memcpy_to_page(struct page *page, size_t offset,
+				const u8 *from, size_t len)
+{
+	memcpy_to_page(page, offset, (const char *)from, len);
+}
+
+void rrxe_helper_memcpy_from_page(u8 *to, struct page *page, size_t offset,
+				  size_t len)
+{
+	memcpy_from_page((char *)to, page, offset, len);
 }
 
 /*
