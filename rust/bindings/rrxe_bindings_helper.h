@@ -10,6 +10,7 @@
 #include <linux/skbuff.h>
 #include <net/net_namespace.h>
 #include <net/udp_tunnel.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>

@@ -12,14 +12,18 @@
  */
 
 #include <linux/etherdevice.h>
+#include <linux/highmem.h>
 #include <linux/if_vlan.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
+#include <linux/refcount.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/udp.h>
 #include <linux/vmalloc.h>
+#include <linux/xarray.h>
 #include <net/dst.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
@@ -651,6 +655,87 @@ size_t rrxe_helper_umem_fill_pages(struct ib_umem *umem, struct page **pages,
 		pages[i++] = sg_page_iter_page(&iter);
 	}
 	return i;
+}
+
+/* include/linux/highmem.h: data access to pinned user pages. */
+
+void rrxe_helper_memcpy_to_page(struct page *page, size_t offset,
+				const u8 *from, size_t len)
+{
+	memcpy_to_page(page, offset, (const char *)from, len);
+}
+
+void rrxe_helper_memcpy_from_page(u8 *to, struct page *page, size_t offset,
+				  size_t len)
+{
+	memcpy_from_page((char *)to, page, offset, len);
+}
+
+/*
+ * include/linux/xarray.h: tables of published objects (QPs by QPN, MRs by
+ * key index).  Lookups run in softirq and with interrupts off, so the table
+ * lock is irq-safe; stores and erasures come from process context.
+ */
+
+void rrxe_helper_xa_init_irq(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_LOCK_IRQ);
+}
+
+int rrxe_helper_xa_insert_irq(struct xarray *xa, unsigned long index,
+			      void *entry)
+{
+	return xa_insert_irq(xa, index, entry, GFP_KERNEL);
+}
+
+/* Erases the entry at @index only if it is @entry. */
+void rrxe_helper_xa_erase_entry_irq(struct xarray *xa, unsigned long index,
+				    void *entry)
+{
+	xa_cmpxchg_irq(xa, index, entry, NULL, GFP_KERNEL);
+}
+
+unsigned long rrxe_helper_xa_lock_irqsave(struct xarray *xa)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(xa, flags);
+	return flags;
+}
+
+void rrxe_helper_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags)
+{
+	xa_unlock_irqrestore(xa, flags);
+}
+
+/* include/linux/refcount.h */
+
+bool rrxe_helper_refcount_inc_not_zero(refcount_t *r)
+{
+	return refcount_inc_not_zero(r);
+}
+
+/*
+ * include/linux/timer.h: the per-QP timers.  Their callbacks run in softirq
+ * (no TIMER_IRQSAFE).
+ */
+
+void rrxe_helper_timer_setup(struct timer_list *timer,
+			     void (*fn)(struct timer_list *))
+{
+	timer_setup(timer, fn, 0);
+}
+
+/* Arms @timer to expire after @usecs microseconds, at least one tick. */
+void rrxe_helper_mod_timer_usecs(struct timer_list *timer, u64 usecs)
+{
+	unsigned long delta;
+
+	if (usecs > UINT_MAX)
+		delta = usecs_to_jiffies(UINT_MAX);
+	else
+		delta = usecs_to_jiffies((unsigned int)usecs);
+	mod_timer(timer, jiffies + max(delta, 1UL));
 }
 
 /* CQ callbacks of the consumer. */

@@ -21,6 +21,37 @@ use kernel::{
     types::Opaque, //
 };
 
+/// The global route header fields of an address vector (`struct
+/// ib_global_route` without the GID attribute reference): what the transmit
+/// path puts in the IP header of a RoCEv2 packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Av {
+    /// Destination GID, network byte order (for RoCEv2, the IPv6 or
+    /// IPv4-mapped destination address).
+    pub dgid: [u8; 16],
+    /// Index of the source GID in the port's GID table.
+    pub sgid_index: u8,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// Traffic class (IPv6 traffic class, IPv4 DSCP/ECN).
+    pub traffic_class: u8,
+    /// Hop limit (IPv6 hop limit, IPv4 TTL).
+    pub hop_limit: u8,
+}
+
+impl Av {
+    pub(crate) fn from_grh(g: &bindings::ib_global_route) -> Self {
+        Self {
+            // SAFETY: Every bit pattern is a valid `[u8; 16]`, and `raw` covers the union.
+            dgid: unsafe { *g.dgid.raw.as_ref() },
+            sgid_index: g.sgid_index,
+            flow_label: g.flow_label,
+            traffic_class: g.traffic_class,
+            hop_limit: g.hop_limit,
+        }
+    }
+}
+
 /// An address vector (`struct rdma_ah_attr`), kept without its
 /// `sgid_attr` reference (the RDMA core only lends it during a call).
 pub struct AhAttr(bindings::rdma_ah_attr);
@@ -51,6 +82,11 @@ impl AhAttr {
     /// Index of the source GID.
     pub fn sgid_index(&self) -> u8 {
         self.0.grh.sgid_index
+    }
+
+    /// The global route header fields.
+    pub fn av(&self) -> Av {
+        Av::from_grh(&self.0.grh)
     }
 }
 

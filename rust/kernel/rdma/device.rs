@@ -53,6 +53,7 @@ use crate::{
             Qp,
             QpAttr,
             QpInitAttr,
+            QpTimer,
             RecvWr,
             SendWr, //
         },
@@ -61,6 +62,7 @@ use crate::{
             Srq,
             SrqAttr, //
         },
+        table::Table,
         ucontext::Ucontext,
         udata::Udata,
         wc::Wc,
@@ -79,6 +81,7 @@ use core::{
 };
 use kernel::{
     error::{
+        from_err_ptr,
         from_result,
         to_result,
         VTABLE_DEFAULT_ERROR, //
@@ -207,7 +210,14 @@ pub trait Driver: Sized + 'static {
         udata: Option<&Udata>,
     ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)>;
 
-    /// Checks that `mr` may be deregistered; it is freed afterwards.
+    /// Checks that `mr` may be deregistered and releases its key index; it
+    /// is freed afterwards.
+    ///
+    /// Called after the MR was unpublished ([`Device::lookup_mr`] no longer
+    /// finds it, so its index may be reused) but before waiting for the
+    /// references others hold. On error the MR is published again and stays
+    /// registered. Once it succeeded, the abstraction waits for every
+    /// reference to be dropped and then frees the MR.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
 
     /// Creates the state of a new QP and returns it with the QP number; the
@@ -224,9 +234,20 @@ pub trait Driver: Sized + 'static {
     /// Reports the attributes and whether every send WR is signaled.
     fn query_qp(qp: &Qp<Self>) -> Result<(QpAttr, bool)>;
 
-    /// Checks that `qp` may be destroyed and quiesces it; its state is
-    /// dropped afterwards.
+    /// Checks that `qp` may be destroyed and releases its number; its state
+    /// is dropped afterwards.
+    ///
+    /// Called after the QP was unpublished ([`Device::lookup_qp`] no longer
+    /// finds it, so its QPN may be reused) and its timers were shut down,
+    /// but before waiting for the references others hold: the receive path
+    /// may still be using the QP. On error the QP is published again and
+    /// stays alive (its timers are idle). Once it succeeded, the abstraction
+    /// waits for every reference to be dropped and then drops the state.
     fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// A timer of `qp` ([`Qp::arm_timer`]) expired. Runs in softirq; the QP
+    /// is alive for the call.
+    fn qp_timer(_qp: &Qp<Self>, _t: QpTimer) {}
 
     /// Posts a send WR of a kernel consumer, or rings the doorbell of a user
     /// QP (`None`).
@@ -287,11 +308,17 @@ pub trait Driver: Sized + 'static {
 ///
 /// - `ib` is at offset 0 and is a valid `struct ib_device` allocated by
 ///   `_ib_alloc_device` with `size_of::<Self>()` bytes.
+/// - `qps` and `mrs` are initialised before the ops are installed and
+///   destroyed in `dealloc_driver`, after the data.
 /// - `data` is initialised for as long as a reference to `Self` exists; it is
 ///   dropped in `dealloc_driver`, which the RDMA core calls last.
 #[repr(C)]
 pub struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
+    /// Published QPs by QPN.
+    pub(crate) qps: Table<Qp<T>>,
+    /// Published memory regions by key index (`lkey >> 8`).
+    pub(crate) mrs: Table<Mr<T>>,
     data: T::Data,
 }
 
@@ -369,6 +396,49 @@ impl<T: Driver> Device<T> {
         Ok((speed, width))
     }
 
+    /// The QP numbered `qpn` (QPN 1 is the GSI QP) with a reference, unless
+    /// it does not exist or its destruction has begun. Any context
+    /// (softirq, interrupts off).
+    pub fn lookup_qp(&self, qpn: u32) -> Option<ARef<Qp<T>>> {
+        self.qps.get(qpn)
+    }
+
+    /// The memory region whose keys have index `index` (`lkey >> 8`; the
+    /// low byte is the rolling key, which the caller compares), with a
+    /// reference, unless there is none or its deregistration has begun.
+    /// Any context.
+    pub fn lookup_mr(&self, index: u32) -> Option<ARef<Mr<T>>> {
+        self.mrs.get(index)
+    }
+
+    /// The GID at `index` of port `port` in the RDMA core's GID table
+    /// (`rdma_get_gid_attr`), in network byte order. `EINVAL` for a bad port
+    /// or index, `ENODATA` for an empty entry. Any context.
+    pub fn gid_at(&self, port: u32, index: u32) -> Result<[u8; 16]> {
+        let index = c_int::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: The device is valid; the call checks `port` and `index` itself.
+        let attr = unsafe { bindings::rdma_get_gid_attr(self.as_raw(), port, index) };
+        let attr = from_err_ptr(attr.cast_mut())?;
+        // SAFETY: `attr` is a valid GID entry on which we hold a reference; every bit pattern
+        // is a valid `[u8; 16]`.
+        let gid = unsafe { *(*attr).gid.raw.as_ref() };
+        // SAFETY: Drops the reference taken by `rdma_get_gid_attr`.
+        unsafe { bindings::rdma_put_gid_attr(attr) };
+        Ok(gid)
+    }
+
+    /// The network namespace of the net device bound to port `port`, with a
+    /// reference, for transmitting; `None` without a net device or while
+    /// the namespace is being dismantled. Any context.
+    pub fn netdev_net(&self, port: u32) -> Option<ARef<net::namespace::Namespace>> {
+        let ndev = self.netdev(port)?;
+        // SAFETY: `ndev` is held, so its namespace's `struct net` is allocated; `maybe_get_net`
+        // only takes a reference if the namespace is alive.
+        let net = unsafe { bindings::maybe_get_net(bindings::dev_net(ndev.as_raw())) };
+        // SAFETY: `maybe_get_net` returned NULL or took a reference, which the `ARef` owns.
+        NonNull::new(net).map(|p| unsafe { ARef::from_raw(p.cast()) })
+    }
+
     /// Reports the state of `netdev`'s port to the RDMA core's clients as a
     /// `PORT_ACTIVE` or `PORT_ERR` event, unless the last event reported the
     /// same state.
@@ -437,6 +507,13 @@ impl<T: Driver> UnregisteredDevice<T> {
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // CAST: `ib` is the first field of the `#[repr(C)]` struct `Device<T>`.
         let dev = raw.cast::<Device<T>>();
+
+        // SAFETY: The tables are uninitialised memory inside the allocation, which does not move
+        // until it is freed. Empty tables hold no memory, so the error path below need not
+        // destroy them.
+        let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).qps) };
+        // SAFETY: As above.
+        let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).mrs) };
 
         // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
         // until it is freed.
@@ -875,6 +952,12 @@ impl<T: Driver> OpsTable<T> {
         // SAFETY: By the callback contract of `OpsTable`; this is the last op, called once, and
         // nothing reads the data afterwards.
         unsafe { ptr::drop_in_place(&raw mut (*dev).data) };
+        // SAFETY: Every QP and MR was destroyed before (the RDMA core destroys all objects
+        // before `dealloc_driver`), so the tables are empty and unused.
+        unsafe {
+            (*dev).qps.destroy();
+            (*dev).mrs.destroy();
+        }
     }
 
     /// `alloc_hw_port_stats` callback.

@@ -28,6 +28,8 @@ pub mod port;
 pub mod qp;
 pub mod queue;
 pub mod srq;
+pub(crate) mod table;
+pub(crate) mod timer;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;

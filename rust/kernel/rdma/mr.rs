@@ -12,13 +12,21 @@ use crate::{
             Driver, //
         },
         pd::Pd,
+        table::{
+            Liveness,
+            Published, //
+        },
         udata::Udata, //
     },
 };
-use core::ops::Deref;
+use core::{
+    ops::Deref,
+    ptr::NonNull, //
+};
 use kernel::{
     error::from_result,
     prelude::*,
+    sync::aref::AlwaysRefCounted,
     types::Opaque, //
 };
 
@@ -50,14 +58,22 @@ pub struct UserMrArgs {
 
 /// A memory region of a device of driver `T`.
 ///
+/// Every region is published by the index part of its keys (`lkey >> 8`)
+/// from registration to deregistration, for [`Device::lookup_mr`].
+///
 /// # Invariants
 ///
 /// `ib` is at offset 0; `self` was allocated by [`KBox`] in one of the
-/// create callbacks and is freed in `dereg_callback`.
+/// create callbacks and is freed in `dereg_callback`, after the count of
+/// `live` reached zero.
 #[repr(C)]
 #[pin_data]
 pub struct Mr<T: Driver> {
     ib: Opaque<bindings::ib_mr>,
+    #[pin]
+    live: Liveness,
+    /// The index part of the keys, under which the region is published.
+    index: u32,
     #[pin]
     data: T::MrData,
 }
@@ -74,14 +90,55 @@ impl<T: Driver> Mr<T> {
         unsafe { Device::from_raw((*self.ib.get()).device) }
     }
 
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: The region is valid. A volatile read: consumers rewrite the key byte of
+        // fast-register regions (`ib_update_fast_reg_key`).
+        unsafe { (&raw const (*self.ib.get()).lkey).read_volatile() }
+    }
+
+    /// The remote key.
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: As in `lkey`.
+        unsafe { (&raw const (*self.ib.get()).rkey).read_volatile() }
+    }
+
+    /// The I/O virtual address of the first byte.
+    pub fn iova(&self) -> u64 {
+        // SAFETY: Set at creation, constant for user and DMA regions.
+        unsafe { (*self.ib.get()).iova }
+    }
+
+    /// The length in bytes.
+    pub fn length(&self) -> u64 {
+        // SAFETY: Set at creation, constant for user and DMA regions.
+        unsafe { (*self.ib.get()).length }
+    }
+
+    /// Identity of the PD, to compare with a QP's ([`crate::rdma::qp::Qp::pd_id`]).
+    pub fn pd_id(&self) -> usize {
+        // SAFETY: Set at creation; the RDMA core writes the same value after it.
+        unsafe { (*self.ib.get()).pd as usize }
+    }
+
+    /// The index part of the keys, under which the region is published.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Allocates a region with the driver's state `init` and `keys`, and
+    /// publishes it by key index.
     fn create(
         pd: *mut bindings::ib_pd,
         init: impl PinInit<T::MrData, Error>,
         keys: MrKeys,
     ) -> Result<*mut bindings::ib_mr> {
+        let index = keys.lkey >> 8;
         let b = KBox::pin_init(
             try_pin_init!(Self {
                 ib: Opaque::zeroed(),
+                live <- Liveness::new(),
+                index,
                 data <- init,
             }),
             GFP_KERNEL,
@@ -98,6 +155,21 @@ impl<T: Driver> Mr<T> {
             ib.rkey = keys.rkey;
             ib.iova = keys.iova;
             ib.length = keys.length;
+        }
+        // SAFETY: `raw` is valid and fully initialised.
+        let mr = unsafe { &*raw };
+        // SAFETY: The region holds its initial reference; `dereg_callback` removes it before
+        // dropping that reference and freeing the memory.
+        if let Err(e) = unsafe { mr.device().mrs.insert(index, raw) } {
+            // Index taken (a driver bug) or no memory: undo as a deregistration.
+            if T::dereg_mr(mr).is_err() {
+                pr_warn!("rdma: deregistering an unpublished MR failed\n");
+            }
+            // SAFETY: We own the initial reference; the region is valid for the call.
+            unsafe { mr.live.put_initial_and_wait() };
+            // SAFETY: Allocated by `KBox` above; no reference is left.
+            drop(unsafe { KBox::from_raw(raw) });
+            return Err(e);
         }
         // CAST: `ib` is the first field.
         Ok(raw.cast())
@@ -167,11 +239,46 @@ impl<T: Driver> Mr<T> {
             // CAST: `ib` is the first field.
             let this = mr.cast::<Self>();
             // SAFETY: Valid by the safety requirements.
-            T::dereg_mr(unsafe { &*this })?;
-            // SAFETY: Allocated by `KBox` in `create`; nothing uses it after this call.
+            let m = unsafe { &*this };
+            // Order: no new lookups, then the driver (which may refuse and frees the index),
+            // then wait for references held elsewhere, then free.
+            m.device().mrs.remove(m.index, this);
+            if let Err(e) = T::dereg_mr(m) {
+                // SAFETY: The region still holds its initial reference and is removed again
+                // before it is dropped.
+                if unsafe { m.device().mrs.insert(m.index, this) }.is_err() {
+                    pr_warn!("rdma: MR stays unreachable after a failed deregistration\n");
+                }
+                return Err(e);
+            }
+            // SAFETY: We own the initial reference; the region is valid for the call.
+            unsafe { m.live.put_initial_and_wait() };
+            // SAFETY: Allocated by `KBox` in `create`; no reference is left and nothing uses it
+            // after this call.
             drop(unsafe { KBox::from_raw(this) });
             Ok(0)
         })
+    }
+}
+
+// SAFETY: References are counted in `live`; the memory is freed only after `dereg_callback`
+// waited for the count to reach zero.
+unsafe impl<T: Driver> AlwaysRefCounted for Mr<T> {
+    fn inc_ref(&self) {
+        self.live.get();
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller owns a reference, so the region is valid; it is not touched
+        // afterwards.
+        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
+    }
+}
+
+// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
+unsafe impl<T: Driver> Published for Mr<T> {
+    fn liveness(&self) -> &Liveness {
+        &self.live
     }
 }
 

@@ -12,15 +12,33 @@ use crate::{
             Device,
             Driver, //
         },
+        srq::Srq,
+        table::{
+            Liveness,
+            Published, //
+        },
+        timer::Timer,
         udata::Udata, //
     },
 };
-use core::ops::Deref;
+use core::{
+    ops::Deref,
+    ptr::NonNull, //
+};
 use kernel::{
     error::from_result,
     prelude::*,
+    sync::{
+        aref::AlwaysRefCounted,
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+    },
     types::Opaque, //
 };
+
+pub use crate::rdma::ah::Av;
 
 /// QP types (`enum ib_qp_type`) as raw values.
 pub mod qp_type {
@@ -231,6 +249,25 @@ impl QpAttr {
         sq_psn, set_sq_psn: u32;
         /// `rq_psn`.
         rq_psn, set_rq_psn: u32;
+        /// `dest_qp_num`: the remote QPN (RC, UC).
+        dest_qp_num, set_dest_qp_num: u32;
+        /// `retry_cnt`: transport retries before an error (0..=7).
+        retry_cnt, set_retry_cnt: u8;
+        /// `rnr_retry`: RNR NAK retries (0..=6; 7 means unlimited).
+        rnr_retry, set_rnr_retry: u8;
+        /// `min_rnr_timer`: the RNR NAK timer field sent to the requester
+        /// (IBTA Vol 1 §9.7.5.2.8, table of encoded times).
+        min_rnr_timer, set_min_rnr_timer: u8;
+        /// `qkey` (UD, GSI).
+        qkey, set_qkey: u32;
+        /// `pkey_index`.
+        pkey_index, set_pkey_index: u16;
+    }
+
+    /// The GRH of the primary path: destination GID, source GID index, flow
+    /// label, traffic class and hop limit.
+    pub fn av(&self) -> Av {
+        Av::from_grh(&self.0.ah_attr.grh)
     }
 
     /// `cap`.
@@ -325,16 +362,38 @@ pub struct RecvWr {
     pub num_sge: u32,
 }
 
+/// The timers of a QP ([`Qp::arm_timer`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum QpTimer {
+    /// The requester's transport timer (local ACK timeout, IBTA Vol 1
+    /// §9.7.6.1.3).
+    Retransmit,
+    /// The requester's wait after an RNR NAK (IBTA Vol 1 §9.7.5.2.8).
+    Rnr,
+}
+
 /// A queue pair of a device of driver `T`, with the driver's state in place.
+///
+/// The RDMA core allocates it (`size_ib_qp`, zeroed); the abstraction adds
+/// a reference count, so that [`Device::lookup_qp`] can hand out
+/// `ARef<Qp<T>>`, and two timers.
 ///
 /// # Invariants
 ///
 /// - `ib` is at offset 0 and is a valid `struct ib_qp` of a device of driver
 ///   `T` while a reference to `Self` exists.
-/// - `data` is initialised while a reference to `Self` exists.
+/// - `live` and the timers are initialised and `data` is initialised while a
+///   reference to `Self` exists; the timers are shut down before `data` is
+///   dropped.
+/// - The memory is not freed before the count of `live` reached zero.
 #[repr(C)]
 pub struct Qp<T: Driver> {
     ib: Opaque<bindings::ib_qp>,
+    live: Liveness,
+    /// Set when destruction begins.
+    dying: Atomic<bool>,
+    retransmit_timer: Timer,
+    rnr_timer: Timer,
     data: T::QpData,
 }
 
@@ -435,6 +494,149 @@ impl<T: Driver> Qp<T> {
         unsafe { Cq::from_raw((*self.ib.get()).recv_cq) }
     }
 
+    /// Identity of the PD, to compare with a memory region's
+    /// ([`crate::rdma::mr::Mr::pd_id`]).
+    pub fn pd_id(&self) -> usize {
+        // SAFETY: Set by the RDMA core before `create_qp`; constant afterwards.
+        unsafe { (*self.ib.get()).pd as usize }
+    }
+
+    /// Whether the QP receives from an SRQ.
+    pub fn has_srq(&self) -> bool {
+        // SAFETY: Set by the RDMA core before `create_qp`; constant afterwards.
+        unsafe { !(*self.ib.get()).srq.is_null() }
+    }
+
+    /// The SRQ the QP receives from, if any.
+    pub fn srq(&self) -> Option<&Srq<T>> {
+        // SAFETY: Constant after creation.
+        let srq = unsafe { (*self.ib.get()).srq };
+        if srq.is_null() {
+            return None;
+        }
+        // SAFETY: An SRQ of our device; the RDMA core keeps it alive while the QP exists (it
+        // holds a use count).
+        Some(unsafe { Srq::from_raw(srq) })
+    }
+
+    /// Whether destruction has begun: the QP is no longer found by
+    /// [`Device::lookup_qp`] and its timers no longer fire. Work that
+    /// requeues itself should stop.
+    pub fn is_dying(&self) -> bool {
+        self.dying.load(Relaxed)
+    }
+
+    fn timer(&self, t: QpTimer) -> &Timer {
+        match t {
+            QpTimer::Retransmit => &self.retransmit_timer,
+            QpTimer::Rnr => &self.rnr_timer,
+        }
+    }
+
+    /// (Re)arms `t` to fire once after `usecs` microseconds (at least the
+    /// next tick); [`Driver::qp_timer`] is then called in softirq. Any
+    /// context. A no-op once destruction began.
+    pub fn arm_timer(&self, t: QpTimer, usecs: u64) {
+        self.timer(t).arm_usecs(usecs);
+    }
+
+    /// Disarms `t`; a callback already running is not waited for. Any
+    /// context.
+    pub fn cancel_timer(&self, t: QpTimer) {
+        self.timer(t).cancel();
+    }
+
+    /// Sets up the timers.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a QP whose timers are not set up or were shut down; it does
+    /// not move until they are shut down again.
+    unsafe fn setup_timers(this: *mut Self) {
+        // SAFETY: By the safety requirements; the callbacks find the QP from the timers.
+        unsafe {
+            Timer::setup(&raw mut (*this).retransmit_timer, Self::retransmit_callback);
+            Timer::setup(&raw mut (*this).rnr_timer, Self::rnr_callback);
+        }
+    }
+
+    /// Shuts the timers down and waits for running callbacks; arming them
+    /// is a no-op afterwards. Sleeps.
+    fn shutdown_timers(&self) {
+        self.retransmit_timer.shutdown_sync();
+        self.rnr_timer.shutdown_sync();
+    }
+
+    /// Expiry of the retransmit timer.
+    ///
+    /// # Safety
+    ///
+    /// Called by the timer core with the `retransmit_timer` of a `Qp<T>`, set
+    /// up by `setup_timers` and not yet shut down.
+    unsafe extern "C" fn retransmit_callback(t: *mut bindings::timer_list) {
+        // CAST: `Timer` is a transparent wrapper of `timer_list`.
+        // SAFETY: `t` is the `retransmit_timer` of a `Qp<T>` by the safety requirements; its
+        // data is initialised and it stays alive until the timers are shut down, which waits
+        // for this callback.
+        let qp = unsafe { &*kernel::container_of!(t.cast::<Timer>(), Self, retransmit_timer) };
+        T::qp_timer(qp, QpTimer::Retransmit);
+    }
+
+    /// Expiry of the RNR timer.
+    ///
+    /// # Safety
+    ///
+    /// As for `retransmit_callback`, with the `rnr_timer`.
+    unsafe extern "C" fn rnr_callback(t: *mut bindings::timer_list) {
+        // CAST: `Timer` is a transparent wrapper of `timer_list`.
+        // SAFETY: As in `retransmit_callback`.
+        let qp = unsafe { &*kernel::container_of!(t.cast::<Timer>(), Self, rnr_timer) };
+        T::qp_timer(qp, QpTimer::Rnr);
+    }
+
+    /// Unpublishes the QP and shuts its timers down: the first steps of
+    /// destruction.
+    fn unpublish(&self) {
+        self.dying.store(true, Relaxed);
+        self.device().qps.remove(self.qp_num(), self);
+        self.shutdown_timers();
+    }
+
+    /// Undoes `unpublish` after the driver refused the destruction.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a live QP after `unpublish`, still holding its initial
+    /// reference.
+    unsafe fn republish(this: *mut Self) {
+        // SAFETY: The timers were shut down by `unpublish`; the QP does not move.
+        unsafe { Self::setup_timers(this) };
+        // SAFETY: Valid by the safety requirements.
+        let qp = unsafe { &*this };
+        qp.dying.store(false, Relaxed);
+        // SAFETY: The QP holds its initial reference and is removed again before it is dropped.
+        if unsafe { qp.device().qps.insert(qp.qp_num(), this) }.is_err() {
+            pr_warn!(
+                "rdma: QP {} stays unreachable after a failed destroy\n",
+                qp.qp_num()
+            );
+        }
+    }
+
+    /// The last steps of destruction, after the driver's: waits for the
+    /// other references and drops the driver's state.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a QP after `unpublish` and a successful `T::destroy_qp`;
+    /// nothing uses it afterwards except the RDMA core, which frees it.
+    unsafe fn finish_destroy(this: *mut Self) {
+        // SAFETY: We own the initial reference; the QP stays valid for the call.
+        unsafe { (*this).live.put_initial_and_wait() };
+        // SAFETY: No reference is left and the timers are shut down; dropped only here.
+        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    }
+
     /// `create_qp` callback.
     ///
     /// # Safety
@@ -463,12 +665,35 @@ impl<T: Driver> Qp<T> {
             let (dinit, qp_num) = T::create_qp(&new, &mut attr, udata)?;
             // CAST: `ib` is the first field.
             let this = ptr.cast::<Self>();
+            // SAFETY: `live`, `dying` and the timers are zeroed memory inside the allocation,
+            // which does not move until `ib_core` frees it. Nothing needs undoing if a later
+            // step fails: the count is only waited on by `destroy_callback` and the timers are
+            // not armed before the QP is handed out.
+            unsafe {
+                let Ok(()) = Liveness::new().__pinned_init(&raw mut (*this).live);
+                (&raw mut (*this).dying).write(Atomic::new(false));
+                Self::setup_timers(this);
+            }
             // SAFETY: `data` is uninitialised memory inside the allocation; on error `ib_core`
             // frees it without calling `destroy_callback`.
             unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
             // SAFETY: No one else uses the new QP yet.
             unsafe { (*ptr).qp_num = qp_num };
             attr.cap.write_raw(&mut ia.cap);
+            // SAFETY: The QP is fully initialised.
+            let qp = unsafe { Self::from_raw(ptr) };
+            // SAFETY: The QP holds its initial reference; `destroy_callback` removes it before
+            // dropping that reference, and `ib_core` frees the memory only after that.
+            if let Err(e) = unsafe { qp.device().qps.insert(qp_num, this) } {
+                // Another QP with this number (a driver bug) or no memory: undo as a destroy.
+                qp.unpublish();
+                if T::destroy_qp(qp).is_err() {
+                    pr_warn!("rdma: destroying an unpublished QP {} failed\n", qp_num);
+                }
+                // SAFETY: Destroyed above; `ib_core` frees the memory without another callback.
+                unsafe { Self::finish_destroy(this) };
+                return Err(e);
+            }
             Ok(0)
         })
     }
@@ -541,13 +766,20 @@ impl<T: Driver> Qp<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: By the safety requirements.
-            let qp = unsafe { Self::from_raw(ptr) };
-            T::destroy_qp(qp)?;
             // CAST: `ib` is the first field.
             let this = ptr.cast::<Self>();
-            // SAFETY: Dropped only here; nothing uses the QP afterwards.
-            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            // Order: no new lookups and no timers, then the driver (which may refuse and frees
+            // the QPN), then wait for references held elsewhere, then drop the state.
+            qp.unpublish();
+            if let Err(e) = T::destroy_qp(qp) {
+                // SAFETY: After `unpublish`, with the initial reference.
+                unsafe { Self::republish(this) };
+                return Err(e);
+            }
+            // SAFETY: Destroyed above; `ib_core` frees the QP after we return.
+            unsafe { Self::finish_destroy(this) };
             Ok(0)
         })
     }
@@ -632,6 +864,26 @@ impl CloneRaw for bindings::ib_qp_attr {
     fn clone_raw(&self) -> Self {
         // SAFETY: Plain data.
         unsafe { core::ptr::read(self) }
+    }
+}
+
+// SAFETY: References are counted in `live`; the memory is freed only after `destroy_callback`
+// waited for the count to reach zero.
+unsafe impl<T: Driver> AlwaysRefCounted for Qp<T> {
+    fn inc_ref(&self) {
+        self.live.get();
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller owns a reference, so the QP is valid; it is not touched afterwards.
+        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
+    }
+}
+
+// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
+unsafe impl<T: Driver> Published for Qp<T> {
+    fn liveness(&self) -> &Liveness {
+        &self.live
     }
 }
 

@@ -81,7 +81,7 @@ impl<T: Driver> Srq<T> {
     /// # Safety
     ///
     /// `ptr` must be the `ib_srq` of a live `Srq<T>` with initialised data.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_srq) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_srq) -> &'a Self {
         // SAFETY: By the safety requirements.
         unsafe { &*ptr.cast::<Self>() }
     }
