@@ -21,10 +21,12 @@ use crate::{
     rdma::{
         device::Device,
         mr::Mr,
-        ARef, //
     },
 };
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::aref::ARef, //
+};
 
 use super::{
     mr::{

@@ -61,7 +61,6 @@ pub(crate) enum Mapping {
     /// All of kernel memory, iova = kernel virtual address.
     Dma,
     /// Pinned user pages, translated by the requester and responder.
-    #[expect(dead_code, reason = "read by the transport (later issues)")]
     User(Umem),
 }
 

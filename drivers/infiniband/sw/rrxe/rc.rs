@@ -348,10 +348,10 @@ fn arm_retransmit(qp: &Qp<Rrxe>, st: &mut State) {
 /// Message kind and completion opcode of a send WR opcode.
 fn kind_of(opcode: u32) -> Option<(MessageKind, u32)> {
     match opcode {
-        wqe::WR_SEND => Some((MessageKind::Send, WC_SEND)),
-        wqe::WR_SEND_WITH_IMM => Some((MessageKind::SendWithImm, WC_SEND)),
-        wqe::WR_RDMA_WRITE => Some((MessageKind::RdmaWrite, WC_RDMA_WRITE)),
-        wqe::WR_RDMA_WRITE_WITH_IMM => Some((MessageKind::RdmaWriteWithImm, WC_RDMA_WRITE)),
+        wqe::IB_WR_SEND => Some((MessageKind::Send, WC_SEND)),
+        wqe::IB_WR_SEND_WITH_IMM => Some((MessageKind::SendWithImm, WC_SEND)),
+        wqe::IB_WR_RDMA_WRITE => Some((MessageKind::RdmaWrite, WC_RDMA_WRITE)),
+        wqe::IB_WR_RDMA_WRITE_WITH_IMM => Some((MessageKind::RdmaWriteWithImm, WC_RDMA_WRITE)),
         _ => None,
     }
 }
@@ -414,7 +414,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 let m = WqeMeta {
                     wr_id: w.wr_id,
                     wc_opcode,
-                    signaled: sq_sig_all || w.send_flags & wqe::SEND_SIGNALED != 0,
+                    signaled: sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0,
                     len: w.length,
                     first_psn: st.req.psn,
                     last_psn: st.req.psn.add(count - 1),
@@ -437,7 +437,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         let first = matches!(seg.position, Position::First | Position::Only);
         let bth = Bth {
             opcode,
-            se: last && w.send_flags & wqe::SEND_SOLICITED != 0,
+            se: last && w.send_flags & wqe::IB_SEND_SOLICITED != 0,
             pkey: DEFAULT_PKEY,
             dest_qpn: st.attr.dest_qp_num(),
             ack_req: rc::wants_ack(index, count),

@@ -38,10 +38,12 @@ use crate::{
     rdma::{
         device::Device,
         qp::Qp,
-        ARef, //
     },
 };
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::aref::ARef, //
+};
 
 use super::{
     hw_counters::Counter,
@@ -87,11 +89,6 @@ impl TxCtx {
             flow_label: path.flow_label,
         };
         Ok(Self { route, ndev, hdr })
-    }
-
-    /// The destination GID, to check the source of received packets.
-    pub(crate) fn dgid(&self) -> &[u8; 16] {
-        &self.hdr.dgid
     }
 
     /// Builds one packet with headers `bth` and `ext` and a payload of
