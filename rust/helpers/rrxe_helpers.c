@@ -27,6 +27,7 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_user_rxe.h>
 #include <rdma/uverbs_ioctl.h>
 
 /* include/linux/netdevice.h */
@@ -540,3 +541,62 @@ RRXE_OFFSETOF(ib_device_ops, size_ib_ucontext)
 RRXE_OFFSETOF(ib_ucontext, device)
 RRXE_OFFSETOF(ib_pd, device)
 RRXE_OFFSETOF(rdma_hw_stats, value)
+
+/*
+ * The rxe user ABI work queue entries, which the protocol core decodes from
+ * raw queue slots (proto/wqe.rs); nested fields get a name of their own.
+ */
+
+#define RRXE_OFFSETOF_AS(name, t, f)				\
+	size_t rrxe_helper_offsetof_##name(void)		\
+	{							\
+		return offsetof(struct t, f);			\
+	}
+
+RRXE_SIZEOF(rxe_sge)
+RRXE_SIZEOF(rxe_send_wr)
+RRXE_SIZEOF(rxe_send_wqe)
+RRXE_SIZEOF(rxe_recv_wqe)
+
+RRXE_OFFSETOF_AS(rxe_sge_addr, rxe_sge, addr)
+RRXE_OFFSETOF_AS(rxe_sge_length, rxe_sge, length)
+RRXE_OFFSETOF_AS(rxe_sge_lkey, rxe_sge, lkey)
+RRXE_OFFSETOF_AS(rxe_dma_info_length, rxe_dma_info, length)
+RRXE_OFFSETOF_AS(rxe_dma_info_num_sge, rxe_dma_info, num_sge)
+RRXE_OFFSETOF_AS(rxe_dma_info_sge, rxe_dma_info, sge)
+RRXE_OFFSETOF_AS(rxe_dma_info_inline_data, rxe_dma_info, inline_data)
+RRXE_OFFSETOF_AS(rxe_dma_info_atomic_wr, rxe_dma_info, atomic_wr)
+RRXE_OFFSETOF_AS(rxe_send_wqe_wr_id, rxe_send_wqe, wr.wr_id)
+RRXE_OFFSETOF_AS(rxe_send_wqe_opcode, rxe_send_wqe, wr.opcode)
+RRXE_OFFSETOF_AS(rxe_send_wqe_send_flags, rxe_send_wqe, wr.send_flags)
+RRXE_OFFSETOF_AS(rxe_send_wqe_imm_data, rxe_send_wqe, wr.ex.imm_data)
+RRXE_OFFSETOF_AS(rxe_send_wqe_invalidate_rkey, rxe_send_wqe, wr.ex.invalidate_rkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_wr_union, rxe_send_wqe, wr.wr)
+RRXE_OFFSETOF_AS(rxe_send_wqe_rdma_remote_addr, rxe_send_wqe, wr.wr.rdma.remote_addr)
+RRXE_OFFSETOF_AS(rxe_send_wqe_rdma_rkey, rxe_send_wqe, wr.wr.rdma.rkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_atomic_remote_addr, rxe_send_wqe, wr.wr.atomic.remote_addr)
+RRXE_OFFSETOF_AS(rxe_send_wqe_atomic_compare_add, rxe_send_wqe, wr.wr.atomic.compare_add)
+RRXE_OFFSETOF_AS(rxe_send_wqe_atomic_swap, rxe_send_wqe, wr.wr.atomic.swap)
+RRXE_OFFSETOF_AS(rxe_send_wqe_atomic_rkey, rxe_send_wqe, wr.wr.atomic.rkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_ud_remote_qpn, rxe_send_wqe, wr.wr.ud.remote_qpn)
+RRXE_OFFSETOF_AS(rxe_send_wqe_ud_remote_qkey, rxe_send_wqe, wr.wr.ud.remote_qkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_ud_pkey_index, rxe_send_wqe, wr.wr.ud.pkey_index)
+RRXE_OFFSETOF_AS(rxe_send_wqe_ud_ah_num, rxe_send_wqe, wr.wr.ud.ah_num)
+RRXE_OFFSETOF_AS(rxe_send_wqe_ud_av, rxe_send_wqe, wr.wr.ud.av)
+RRXE_OFFSETOF_AS(rxe_send_wqe_mw_addr, rxe_send_wqe, wr.wr.mw.addr)
+RRXE_OFFSETOF_AS(rxe_send_wqe_mw_length, rxe_send_wqe, wr.wr.mw.length)
+RRXE_OFFSETOF_AS(rxe_send_wqe_mw_mr_lkey, rxe_send_wqe, wr.wr.mw.mr_lkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_mw_mw_rkey, rxe_send_wqe, wr.wr.mw.mw_rkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_mw_rkey, rxe_send_wqe, wr.wr.mw.rkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_mw_access, rxe_send_wqe, wr.wr.mw.access)
+RRXE_OFFSETOF_AS(rxe_send_wqe_flush_remote_addr, rxe_send_wqe, wr.wr.flush.remote_addr)
+RRXE_OFFSETOF_AS(rxe_send_wqe_flush_length, rxe_send_wqe, wr.wr.flush.length)
+RRXE_OFFSETOF_AS(rxe_send_wqe_flush_rkey, rxe_send_wqe, wr.wr.flush.rkey)
+RRXE_OFFSETOF_AS(rxe_send_wqe_flush_type, rxe_send_wqe, wr.wr.flush.type)
+RRXE_OFFSETOF_AS(rxe_send_wqe_flush_level, rxe_send_wqe, wr.wr.flush.level)
+RRXE_OFFSETOF_AS(rxe_send_wqe_iova, rxe_send_wqe, iova)
+RRXE_OFFSETOF_AS(rxe_send_wqe_dma, rxe_send_wqe, dma)
+RRXE_OFFSETOF_AS(rxe_send_wqe_dma_sge, rxe_send_wqe, dma.sge)
+RRXE_OFFSETOF_AS(rxe_recv_wqe_wr_id, rxe_recv_wqe, wr_id)
+RRXE_OFFSETOF_AS(rxe_recv_wqe_dma, rxe_recv_wqe, dma)
+RRXE_OFFSETOF_AS(rxe_recv_wqe_dma_sge, rxe_recv_wqe, dma.sge)

@@ -108,4 +108,66 @@ mod tests {
             probe!(offsetof_rdma_hw_stats_value)
         );
     }
+
+    /// The protocol core decodes user WQEs from raw slot bytes at fixed
+    /// offsets (`proto::wqe`); they must be the C compiler's.
+    #[test]
+    fn user_wqe_layout() {
+        use crate::proto::wqe::*;
+
+        macro_rules! same {
+            ($($konst:expr => $f:ident),* $(,)?) => {
+                $(assert_eq!($konst, probe!($f));)*
+            };
+        }
+
+        same! {
+            SGE_SIZE => sizeof_rxe_sge,
+            SEND_WR_SIZE => sizeof_rxe_send_wr,
+            SEND_WQE_SIZE => sizeof_rxe_send_wqe,
+            RECV_WQE_SIZE => sizeof_rxe_recv_wqe,
+            SGE_ADDR_OFFSET => offsetof_rxe_sge_addr,
+            SGE_LENGTH_OFFSET => offsetof_rxe_sge_length,
+            SGE_LKEY_OFFSET => offsetof_rxe_sge_lkey,
+            DMA_LENGTH_OFFSET => offsetof_rxe_dma_info_length,
+            DMA_NUM_SGE_OFFSET => offsetof_rxe_dma_info_num_sge,
+            DMA_INFO_SIZE => offsetof_rxe_dma_info_sge,
+            DMA_INFO_SIZE => offsetof_rxe_dma_info_inline_data,
+            DMA_INFO_SIZE => offsetof_rxe_dma_info_atomic_wr,
+            SEND_WQE_WR_ID_OFFSET => offsetof_rxe_send_wqe_wr_id,
+            SEND_WQE_OPCODE_OFFSET => offsetof_rxe_send_wqe_opcode,
+            SEND_WQE_SEND_FLAGS_OFFSET => offsetof_rxe_send_wqe_send_flags,
+            SEND_WQE_EX_OFFSET => offsetof_rxe_send_wqe_imm_data,
+            SEND_WQE_EX_OFFSET => offsetof_rxe_send_wqe_invalidate_rkey,
+            SEND_WQE_WR_UNION_OFFSET => offsetof_rxe_send_wqe_wr_union,
+            SEND_WQE_REMOTE_ADDR_OFFSET => offsetof_rxe_send_wqe_rdma_remote_addr,
+            SEND_WQE_RDMA_RKEY_OFFSET => offsetof_rxe_send_wqe_rdma_rkey,
+            SEND_WQE_REMOTE_ADDR_OFFSET => offsetof_rxe_send_wqe_atomic_remote_addr,
+            SEND_WQE_ATOMIC_COMPARE_ADD_OFFSET => offsetof_rxe_send_wqe_atomic_compare_add,
+            SEND_WQE_ATOMIC_SWAP_OFFSET => offsetof_rxe_send_wqe_atomic_swap,
+            SEND_WQE_ATOMIC_RKEY_OFFSET => offsetof_rxe_send_wqe_atomic_rkey,
+            SEND_WQE_UD_REMOTE_QPN_OFFSET => offsetof_rxe_send_wqe_ud_remote_qpn,
+            SEND_WQE_UD_REMOTE_QKEY_OFFSET => offsetof_rxe_send_wqe_ud_remote_qkey,
+            SEND_WQE_UD_PKEY_INDEX_OFFSET => offsetof_rxe_send_wqe_ud_pkey_index,
+            SEND_WQE_UD_AH_NUM_OFFSET => offsetof_rxe_send_wqe_ud_ah_num,
+            SEND_WQE_UD_AV_OFFSET => offsetof_rxe_send_wqe_ud_av,
+            SEND_WQE_MW_ADDR_OFFSET => offsetof_rxe_send_wqe_mw_addr,
+            SEND_WQE_MW_LENGTH_OFFSET => offsetof_rxe_send_wqe_mw_length,
+            SEND_WQE_MW_MR_LKEY_OFFSET => offsetof_rxe_send_wqe_mw_mr_lkey,
+            SEND_WQE_MW_MW_RKEY_OFFSET => offsetof_rxe_send_wqe_mw_mw_rkey,
+            SEND_WQE_MW_RKEY_OFFSET => offsetof_rxe_send_wqe_mw_rkey,
+            SEND_WQE_MW_ACCESS_OFFSET => offsetof_rxe_send_wqe_mw_access,
+            SEND_WQE_REMOTE_ADDR_OFFSET => offsetof_rxe_send_wqe_flush_remote_addr,
+            SEND_WQE_FLUSH_LENGTH_OFFSET => offsetof_rxe_send_wqe_flush_length,
+            SEND_WQE_FLUSH_RKEY_OFFSET => offsetof_rxe_send_wqe_flush_rkey,
+            SEND_WQE_FLUSH_TYPE_OFFSET => offsetof_rxe_send_wqe_flush_type,
+            SEND_WQE_FLUSH_LEVEL_OFFSET => offsetof_rxe_send_wqe_flush_level,
+            SEND_WQE_IOVA_OFFSET => offsetof_rxe_send_wqe_iova,
+            SEND_WQE_DMA_OFFSET => offsetof_rxe_send_wqe_dma,
+            SEND_WQE_SGE_OFFSET => offsetof_rxe_send_wqe_dma_sge,
+            RECV_WQE_WR_ID_OFFSET => offsetof_rxe_recv_wqe_wr_id,
+            RECV_WQE_DMA_OFFSET => offsetof_rxe_recv_wqe_dma,
+            RECV_WQE_SGE_OFFSET => offsetof_rxe_recv_wqe_dma_sge,
+        }
+    }
 }

@@ -39,6 +39,9 @@ pub enum Error {
     BadIpHeader,
     /// The invariant CRC does not match the packet's contents.
     IcrcMismatch,
+    /// A work queue entry claims more SGEs or inline bytes than its queue
+    /// slot holds.
+    WqeOverflow,
 }
 
 /// Result type of the protocol core.
@@ -57,6 +60,7 @@ impl fmt::Display for Error {
             Error::ReservedSyndrome => "reserved AETH syndrome",
             Error::BadIpHeader => "unsupported IP or UDP header",
             Error::IcrcMismatch => "ICRC mismatch",
+            Error::WqeOverflow => "work queue entry overflows its slot",
         };
         f.write_str(s)
     }

@@ -21,6 +21,8 @@
 //! - [`packet`]: the receive-side parser of a UDP payload, and the transmit
 //!   side header writer.
 //! - [`udp`]: the UDP source port (flow entropy) of a QP.
+//! - [`queue`] and [`wqe`]: the rxe user ABI's shared queues and the send
+//!   and receive work queue entries user space writes into them.
 
 #![forbid(unsafe_code)]
 
@@ -45,6 +47,7 @@ pub mod reth;
 pub mod segment;
 pub mod udp;
 mod wire;
+pub mod wqe;
 
 #[cfg(test)]
 mod c_driver_tests;

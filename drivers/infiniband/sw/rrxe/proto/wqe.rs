@@ -1,0 +1,880 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queue entries of the rxe user ABI (`include/uapi/rdma/rdma_user_rxe.h`):
+//! `struct rxe_send_wqe` in send queue slots and `struct rxe_recv_wqe` in
+//! receive and shared receive queue slots.
+//!
+//! User space (rdma-core's `rxe` provider) writes these entries into queue
+//! memory that it maps; everything decoded here is untrusted input. Pass a
+//! private copy of one slot (its full [`super::queue::QueueGeometry::elem_size`]
+//! bytes), never the shared mapping itself: user space may rewrite it at any
+//! time. Parsing only fails when the slot cannot hold what is asked for; the
+//! values themselves (opcode, lengths, keys, counts) are for the caller to
+//! validate against the QP.
+//!
+//! # Layout
+//!
+//! Offsets are those of the C compiler on the 64-bit targets rxe supports
+//! (`RDMA_RXE` depends on `CONFIG_64BIT`); the layout tests `rrxe_rdma_layout`
+//! compare the constants below with C's `offsetof`. All fields are in the
+//! CPU's byte order, because the provider and the kernel share the CPU,
+//! except `ex.imm_data`, a `__be32` that is carried to the wire unchanged.
+//!
+//! ```text
+//! struct rxe_send_wqe (208 bytes, then the payload union)
+//!    0  wr.wr_id        u64
+//!    8  wr.reserved     u32
+//!   12  wr.opcode       u32   IB_WR_* (= IBV_WR_* = IB_UVERBS_WR_*)
+//!   16  wr.send_flags   u32   IB_SEND_* (= IBV_SEND_*)
+//!   20  wr.ex           u32   imm_data (__be32) | invalidate_rkey
+//!   24  wr.wr           120-byte union:
+//!         rdma   { remote_addr u64 @24, rkey @32 }
+//!         atomic { remote_addr u64 @24, compare_add u64 @32, swap u64 @40, rkey @48 }
+//!         ud     { remote_qpn @24, remote_qkey @28, pkey_index u16 @32, ah_num @36,
+//!                  pad[4] @40, struct rxe_av @56 (88 bytes) }
+//!         mw     { addr u64 @24, length u64 @32, mr_lkey @40, mw_rkey @44, rkey @48, access @52 }
+//!         flush  { remote_addr u64 @24, length @32, rkey @36, type u8 @40, level u8 @41 }
+//!  144  status, 148 state, 152 iova u64, 160 mask, 164 first_psn, 168 last_psn,
+//!  172  ack_length, 176 ssn, 180 has_rd_atomic
+//!  184  dma: length @184, resid @188, cur_sge @192, num_sge @196, sge_offset @200,
+//!       reserved @204
+//!  208  union { inline_data[] | atomic_wr[8] | struct rxe_sge sge[] }
+//!
+//! struct rxe_recv_wqe (40 bytes, then the SGEs)
+//!    0  wr_id u64, 8 reserved, 12 padding
+//!   16  dma: length @16, resid @20, cur_sge @24, num_sge @28, sge_offset @32, reserved @36
+//!   40  struct rxe_sge sge[]
+//!
+//! struct rxe_sge (16 bytes): addr u64 @0, length @8, lkey @12
+//! ```
+//!
+//! # What the provider writes (rdma-core 56.1, `providers/rxe/rxe.c`)
+//!
+//! Send queue, through `ibv_post_send` (`post_one_send`, `init_send_wqe`)
+//! and through the `ibv_wr_*` builders of the extended QP, which clear the
+//! whole entry first:
+//!
+//! - `wr_id`, `opcode` (an `IBV_WR_*` value, numerically the kernel's
+//!   `IB_WR_*` for every opcode user space can post), `send_flags`
+//!   (`IBV_SEND_*`, numerically `IB_SEND_*`) and `ex`: the immediate data
+//!   for the `_WITH_IMM` opcodes, the rkey to invalidate for
+//!   `SEND_WITH_INV` and `LOCAL_INV`.
+//! - The `wr.wr` member the opcode uses: `rdma` for RDMA WRITE/READ and
+//!   `ATOMIC_WRITE`, `atomic` for compare-and-swap and fetch-and-add, `ud`
+//!   (`remote_qpn`, `remote_qkey`, `ah_num`) for sends on a UD QP, `mw` for
+//!   `BIND_MW` and `flush` for `FLUSH`. The `ud.av` copy of the address vector
+//!   is only written when `create_ah` returned `ah_num` 0 (kernels older
+//!   than the AH pool); a driver that always returns a non-zero `ah_num`
+//!   must reject 0. `ud.pkey_index` is never written.
+//! - `iova`: the remote address (`rdma` or `atomic` `remote_addr`, the same
+//!   bytes), which the C requester puts in the RETH/AtomicETH and advances
+//!   on retries. 0 for sends.
+//! - `dma.length`: the message length, the sum of the SGE lengths or the
+//!   inline byte count. It is not checked against the SGEs; recompute or
+//!   check it. `dma.num_sge`: the number of entries in `dma.sge[]`, which
+//!   the provider bounds by the QP's `max_send_sge` (bound it again).
+//! - Inline (`IB_SEND_INLINE`): the data itself is copied to the start of
+//!   the payload union (`dma.inline_data`) and its size is `dma.length`.
+//!   `dma.num_sge` then says nothing about the slot: `ibv_post_send` stores
+//!   the number of source buffers, `ibv_wr_set_inline_data*` leaves 0.
+//! - `ATOMIC_WRITE`: the 8-byte value, in wire order, is in `dma.atomic_wr`
+//!   (the start of the payload union), see [`send_atomic_write_value`].
+//! - Kernel scratch state (`status`, `state`, `mask`, `first_psn`,
+//!   `last_psn`, `ack_length`, `ssn`, `has_rd_atomic`, `dma.resid`,
+//!   `dma.cur_sge`, `dma.sge_offset`) is written as 0 or a provider
+//!   counter, and is not decoded: a driver keeps that state privately.
+//!
+//! Receive queue and SRQ (`rxe_post_one_recv`): `wr_id`, the SGEs in
+//! `dma.sge[]`, `dma.num_sge` (bounded by the queue's `max_recv_sge`),
+//! `dma.length` (their sum, unchecked) and 0 in the scratch fields.
+
+#![forbid(unsafe_code)]
+
+use super::error::{Error, Result};
+
+/// `IB_WR_RDMA_WRITE`.
+pub const IB_WR_RDMA_WRITE: u32 = 0;
+/// `IB_WR_RDMA_WRITE_WITH_IMM`.
+pub const IB_WR_RDMA_WRITE_WITH_IMM: u32 = 1;
+/// `IB_WR_SEND`.
+pub const IB_WR_SEND: u32 = 2;
+/// `IB_WR_SEND_WITH_IMM`.
+pub const IB_WR_SEND_WITH_IMM: u32 = 3;
+/// `IB_WR_RDMA_READ`.
+pub const IB_WR_RDMA_READ: u32 = 4;
+/// `IB_WR_ATOMIC_CMP_AND_SWP`.
+pub const IB_WR_ATOMIC_CMP_AND_SWP: u32 = 5;
+/// `IB_WR_ATOMIC_FETCH_AND_ADD`.
+pub const IB_WR_ATOMIC_FETCH_AND_ADD: u32 = 6;
+/// `IB_WR_LOCAL_INV`.
+pub const IB_WR_LOCAL_INV: u32 = 7;
+/// `IB_WR_BIND_MW`.
+pub const IB_WR_BIND_MW: u32 = 8;
+/// `IB_WR_SEND_WITH_INV`.
+pub const IB_WR_SEND_WITH_INV: u32 = 9;
+/// `IB_WR_LSO` (`IBV_WR_TSO`); rxe does not support it.
+pub const IB_WR_LSO: u32 = 10;
+/// `IB_WR_RDMA_READ_WITH_INV`; kernel consumers only.
+pub const IB_WR_RDMA_READ_WITH_INV: u32 = 11;
+/// `IB_WR_MASKED_ATOMIC_CMP_AND_SWP`; rxe does not support it.
+pub const IB_WR_MASKED_ATOMIC_CMP_AND_SWP: u32 = 12;
+/// `IB_WR_MASKED_ATOMIC_FETCH_AND_ADD`; rxe does not support it.
+pub const IB_WR_MASKED_ATOMIC_FETCH_AND_ADD: u32 = 13;
+/// `IB_WR_FLUSH` (IBTA Vol 1 Annex A19).
+pub const IB_WR_FLUSH: u32 = 14;
+/// `IB_WR_ATOMIC_WRITE` (IBTA Vol 1 Annex A19).
+pub const IB_WR_ATOMIC_WRITE: u32 = 15;
+/// `IB_WR_REG_MR`: kernel consumers only. Its `wr.reg` member holds a kernel
+/// pointer, so a user WQE carrying this opcode must be rejected.
+pub const IB_WR_REG_MR: u32 = 0x20;
+
+/// `IB_SEND_FENCE`: wait for earlier RDMA READs and atomics to complete.
+pub const IB_SEND_FENCE: u32 = 1 << 0;
+/// `IB_SEND_SIGNALED`: generate a completion even if the QP's
+/// `sq_sig_type` does not ask for one.
+pub const IB_SEND_SIGNALED: u32 = 1 << 1;
+/// `IB_SEND_SOLICITED`: set the BTH SE bit on the last packet.
+pub const IB_SEND_SOLICITED: u32 = 1 << 2;
+/// `IB_SEND_INLINE`: the payload is in the WQE, not behind SGEs.
+pub const IB_SEND_INLINE: u32 = 1 << 3;
+/// `IB_SEND_IP_CSUM`: checksum offload; rxe does not support it.
+pub const IB_SEND_IP_CSUM: u32 = 1 << 4;
+
+/// Size of `struct rxe_sge` in bytes.
+pub const SGE_SIZE: usize = 16;
+/// Offset of `addr` in `struct rxe_sge`.
+pub const SGE_ADDR_OFFSET: usize = 0;
+/// Offset of `length` in `struct rxe_sge`.
+pub const SGE_LENGTH_OFFSET: usize = 8;
+/// Offset of `lkey` in `struct rxe_sge`.
+pub const SGE_LKEY_OFFSET: usize = 12;
+
+/// Size of `struct rxe_dma_info` without its payload union, in bytes.
+pub const DMA_INFO_SIZE: usize = 24;
+/// Offset of `length` in `struct rxe_dma_info`.
+pub const DMA_LENGTH_OFFSET: usize = 0;
+/// Offset of `num_sge` in `struct rxe_dma_info`.
+pub const DMA_NUM_SGE_OFFSET: usize = 12;
+
+/// Size of `struct rxe_send_wr` in bytes.
+pub const SEND_WR_SIZE: usize = 144;
+/// Size of `struct rxe_send_wqe` without its payload, in bytes.
+pub const SEND_WQE_SIZE: usize = 208;
+/// Offset of `wr.wr_id` in `struct rxe_send_wqe`.
+pub const SEND_WQE_WR_ID_OFFSET: usize = 0;
+/// Offset of `wr.opcode`.
+pub const SEND_WQE_OPCODE_OFFSET: usize = 12;
+/// Offset of `wr.send_flags`.
+pub const SEND_WQE_SEND_FLAGS_OFFSET: usize = 16;
+/// Offset of `wr.ex` (`imm_data` and `invalidate_rkey`).
+pub const SEND_WQE_EX_OFFSET: usize = 20;
+/// Offset of the `wr.wr` union.
+pub const SEND_WQE_WR_UNION_OFFSET: usize = 24;
+/// Offset of `wr.wr.rdma.remote_addr` (also `atomic.remote_addr` and
+/// `flush.remote_addr`).
+pub const SEND_WQE_REMOTE_ADDR_OFFSET: usize = 24;
+/// Offset of `wr.wr.rdma.rkey`.
+pub const SEND_WQE_RDMA_RKEY_OFFSET: usize = 32;
+/// Offset of `wr.wr.atomic.compare_add`.
+pub const SEND_WQE_ATOMIC_COMPARE_ADD_OFFSET: usize = 32;
+/// Offset of `wr.wr.atomic.swap`.
+pub const SEND_WQE_ATOMIC_SWAP_OFFSET: usize = 40;
+/// Offset of `wr.wr.atomic.rkey`.
+pub const SEND_WQE_ATOMIC_RKEY_OFFSET: usize = 48;
+/// Offset of `wr.wr.ud.remote_qpn`.
+pub const SEND_WQE_UD_REMOTE_QPN_OFFSET: usize = 24;
+/// Offset of `wr.wr.ud.remote_qkey`.
+pub const SEND_WQE_UD_REMOTE_QKEY_OFFSET: usize = 28;
+/// Offset of `wr.wr.ud.pkey_index`.
+pub const SEND_WQE_UD_PKEY_INDEX_OFFSET: usize = 32;
+/// Offset of `wr.wr.ud.ah_num`.
+pub const SEND_WQE_UD_AH_NUM_OFFSET: usize = 36;
+/// Offset of `wr.wr.ud.av`, the legacy address vector (not decoded).
+pub const SEND_WQE_UD_AV_OFFSET: usize = 56;
+/// Offset of `wr.wr.mw.addr`.
+pub const SEND_WQE_MW_ADDR_OFFSET: usize = 24;
+/// Offset of `wr.wr.mw.length`.
+pub const SEND_WQE_MW_LENGTH_OFFSET: usize = 32;
+/// Offset of `wr.wr.mw.mr_lkey`.
+pub const SEND_WQE_MW_MR_LKEY_OFFSET: usize = 40;
+/// Offset of `wr.wr.mw.mw_rkey`.
+pub const SEND_WQE_MW_MW_RKEY_OFFSET: usize = 44;
+/// Offset of `wr.wr.mw.rkey`.
+pub const SEND_WQE_MW_RKEY_OFFSET: usize = 48;
+/// Offset of `wr.wr.mw.access`.
+pub const SEND_WQE_MW_ACCESS_OFFSET: usize = 52;
+/// Offset of `wr.wr.flush.length`.
+pub const SEND_WQE_FLUSH_LENGTH_OFFSET: usize = 32;
+/// Offset of `wr.wr.flush.rkey`.
+pub const SEND_WQE_FLUSH_RKEY_OFFSET: usize = 36;
+/// Offset of `wr.wr.flush.type`.
+pub const SEND_WQE_FLUSH_TYPE_OFFSET: usize = 40;
+/// Offset of `wr.wr.flush.level`.
+pub const SEND_WQE_FLUSH_LEVEL_OFFSET: usize = 41;
+/// Offset of `iova`.
+pub const SEND_WQE_IOVA_OFFSET: usize = 152;
+/// Offset of `dma`.
+pub const SEND_WQE_DMA_OFFSET: usize = 184;
+/// Offset of `dma.length`.
+pub const SEND_WQE_DMA_LENGTH_OFFSET: usize = SEND_WQE_DMA_OFFSET + DMA_LENGTH_OFFSET;
+/// Offset of `dma.num_sge`.
+pub const SEND_WQE_DMA_NUM_SGE_OFFSET: usize = SEND_WQE_DMA_OFFSET + DMA_NUM_SGE_OFFSET;
+/// Offset of the payload union: `dma.sge[0]`, `dma.inline_data` and
+/// `dma.atomic_wr`.
+pub const SEND_WQE_SGE_OFFSET: usize = SEND_WQE_DMA_OFFSET + DMA_INFO_SIZE;
+
+/// Size of `struct rxe_recv_wqe` without its SGEs, in bytes.
+pub const RECV_WQE_SIZE: usize = 40;
+/// Offset of `wr_id` in `struct rxe_recv_wqe`.
+pub const RECV_WQE_WR_ID_OFFSET: usize = 0;
+/// Offset of `dma`.
+pub const RECV_WQE_DMA_OFFSET: usize = 16;
+/// Offset of `dma.length`.
+pub const RECV_WQE_DMA_LENGTH_OFFSET: usize = RECV_WQE_DMA_OFFSET + DMA_LENGTH_OFFSET;
+/// Offset of `dma.num_sge`.
+pub const RECV_WQE_DMA_NUM_SGE_OFFSET: usize = RECV_WQE_DMA_OFFSET + DMA_NUM_SGE_OFFSET;
+/// Offset of `dma.sge[0]`.
+pub const RECV_WQE_SGE_OFFSET: usize = RECV_WQE_DMA_OFFSET + DMA_INFO_SIZE;
+
+/// Size of the `ATOMIC_WRITE` value in `dma.atomic_wr`, in bytes.
+pub const ATOMIC_WRITE_SIZE: usize = 8;
+
+const _: () = assert!(SEND_WQE_SGE_OFFSET == SEND_WQE_SIZE);
+const _: () = assert!(RECV_WQE_SGE_OFFSET == RECV_WQE_SIZE);
+const _: () = assert!(SEND_WQE_UD_AV_OFFSET + 88 == SEND_WR_SIZE);
+
+/// Reads `N` bytes at `off` of `slot`.
+fn bytes<const N: usize>(slot: &[u8], off: usize) -> Result<[u8; N]> {
+    let tail = slot.get(off..).ok_or(Error::Truncated)?;
+    let (head, _) = tail.split_first_chunk::<N>().ok_or(Error::Truncated)?;
+    Ok(*head)
+}
+
+fn ne_u16(slot: &[u8], off: usize) -> Result<u16> {
+    Ok(u16::from_ne_bytes(bytes(slot, off)?))
+}
+
+fn ne_u32(slot: &[u8], off: usize) -> Result<u32> {
+    Ok(u32::from_ne_bytes(bytes(slot, off)?))
+}
+
+fn ne_u64(slot: &[u8], off: usize) -> Result<u64> {
+    Ok(u64::from_ne_bytes(bytes(slot, off)?))
+}
+
+/// One scatter/gather element (`struct rxe_sge`, layout-identical to
+/// `struct ib_sge` and `struct ibv_sge`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Sge {
+    /// Start address in the MR's address space (its iova).
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// Local key of the MR.
+    pub lkey: u32,
+}
+
+impl Sge {
+    fn parse_at(slot: &[u8], off: usize) -> Result<Self> {
+        Ok(Self {
+            addr: ne_u64(slot, off + SGE_ADDR_OFFSET)?,
+            length: ne_u32(slot, off + SGE_LENGTH_OFFSET)?,
+            lkey: ne_u32(slot, off + SGE_LKEY_OFFSET)?,
+        })
+    }
+}
+
+/// The `wr.wr.mw` member of a `BIND_MW` send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BindMw {
+    /// Start of the window, in the MR's address space.
+    pub addr: u64,
+    /// Length of the window in bytes.
+    pub length: u64,
+    /// lkey of the MR the window is bound to.
+    pub mr_lkey: u32,
+    /// rkey of the MW being bound.
+    pub mw_rkey: u32,
+    /// The rkey the MW gets (its key byte comes from the consumer).
+    pub rkey: u32,
+    /// `IB_ACCESS_*` flags of the window.
+    pub access: u32,
+}
+
+/// The fixed part of a send WQE, decoded from a queue slot.
+///
+/// Members of the `wr.wr` union that the opcode does not use are 0; see
+/// [`SendWqe::parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SendWqe {
+    /// Consumer cookie returned in the completion.
+    pub wr_id: u64,
+    /// `IB_WR_*` opcode as user space wrote it; not checked here.
+    pub opcode: u32,
+    /// `IB_SEND_*` flags.
+    pub send_flags: u32,
+    /// `ex.imm_data`: the immediate data, the four bytes as stored (they are
+    /// a `__be32`, already in wire order) read as a native `u32`;
+    /// `imm_data.to_ne_bytes()` is the ImmDt. Same bytes as
+    /// [`SendWqe::invalidate_rkey`].
+    pub imm_data: u32,
+    /// `ex.invalidate_rkey`: the rkey for `SEND_WITH_INV` and `LOCAL_INV`.
+    pub invalidate_rkey: u32,
+    /// Remote virtual address for RDMA, atomic and FLUSH opcodes.
+    pub remote_addr: u64,
+    /// R_Key for RDMA, atomic and FLUSH opcodes (from the member the opcode
+    /// uses: `rdma.rkey`, `atomic.rkey` or `flush.rkey`).
+    pub rkey: u32,
+    /// Compare (CmpSwap) or add (FetchAdd) operand.
+    pub compare_add: u64,
+    /// Swap operand (CmpSwap).
+    pub swap: u64,
+    /// Destination QPN of a UD send.
+    pub remote_qpn: u32,
+    /// Q_Key of a UD send.
+    pub remote_qkey: u32,
+    /// P_Key index of a UD send (never written by the provider).
+    pub pkey_index: u16,
+    /// AH pool index of a UD send, as returned by `create_ah`; 0 means the
+    /// legacy in-WQE address vector.
+    pub ah_num: u32,
+    /// The `BIND_MW` arguments.
+    pub mw: BindMw,
+    /// FLUSH `wr.flush.length`; the C requester uses `dma.length`.
+    pub flush_length: u32,
+    /// FLUSH placement type (FETH PLT).
+    pub flush_type: u8,
+    /// FLUSH selectivity level (FETH SEL).
+    pub flush_level: u8,
+    /// `dma.length`: message length in bytes (sum of SGE lengths, or the
+    /// inline byte count). Unchecked.
+    pub length: u32,
+    /// `dma.num_sge`: entries in `dma.sge[]`; meaningless for inline WQEs.
+    pub num_sge: u32,
+    /// `iova`: remote address the requester starts at.
+    pub iova: u64,
+}
+
+impl SendWqe {
+    /// Decodes the fixed part of the send WQE in `slot`.
+    ///
+    /// The `wr.wr` union is decoded through the member the opcode selects,
+    /// the other fields are left 0:
+    ///
+    /// | opcode | fields |
+    /// |---|---|
+    /// | `RDMA_WRITE`, `RDMA_WRITE_WITH_IMM`, `RDMA_READ`, `RDMA_READ_WITH_INV`, `ATOMIC_WRITE` | `remote_addr`, `rkey` |
+    /// | `ATOMIC_CMP_AND_SWP`, `ATOMIC_FETCH_AND_ADD` | `remote_addr`, `rkey`, `compare_add`, `swap` |
+    /// | `SEND`, `SEND_WITH_IMM` | `remote_qpn`, `remote_qkey`, `pkey_index`, `ah_num` |
+    /// | `BIND_MW` | `mw` |
+    /// | `FLUSH` | `remote_addr`, `rkey`, `flush_length`, `flush_type`, `flush_level` |
+    ///
+    /// Any opcode is accepted, so that the caller can still complete a bad
+    /// WQE with its `wr_id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`].
+    pub fn parse(slot: &[u8]) -> Result<Self> {
+        if slot.len() < SEND_WQE_SIZE {
+            return Err(Error::Truncated);
+        }
+        let ex = ne_u32(slot, SEND_WQE_EX_OFFSET)?;
+        let mut wqe = Self {
+            wr_id: ne_u64(slot, SEND_WQE_WR_ID_OFFSET)?,
+            opcode: ne_u32(slot, SEND_WQE_OPCODE_OFFSET)?,
+            send_flags: ne_u32(slot, SEND_WQE_SEND_FLAGS_OFFSET)?,
+            imm_data: ex,
+            invalidate_rkey: ex,
+            length: ne_u32(slot, SEND_WQE_DMA_LENGTH_OFFSET)?,
+            num_sge: ne_u32(slot, SEND_WQE_DMA_NUM_SGE_OFFSET)?,
+            iova: ne_u64(slot, SEND_WQE_IOVA_OFFSET)?,
+            ..Self::default()
+        };
+        match wqe.opcode {
+            IB_WR_RDMA_WRITE
+            | IB_WR_RDMA_WRITE_WITH_IMM
+            | IB_WR_RDMA_READ
+            | IB_WR_RDMA_READ_WITH_INV
+            | IB_WR_ATOMIC_WRITE => {
+                wqe.remote_addr = ne_u64(slot, SEND_WQE_REMOTE_ADDR_OFFSET)?;
+                wqe.rkey = ne_u32(slot, SEND_WQE_RDMA_RKEY_OFFSET)?;
+            }
+            IB_WR_ATOMIC_CMP_AND_SWP | IB_WR_ATOMIC_FETCH_AND_ADD => {
+                wqe.remote_addr = ne_u64(slot, SEND_WQE_REMOTE_ADDR_OFFSET)?;
+                wqe.compare_add = ne_u64(slot, SEND_WQE_ATOMIC_COMPARE_ADD_OFFSET)?;
+                wqe.swap = ne_u64(slot, SEND_WQE_ATOMIC_SWAP_OFFSET)?;
+                wqe.rkey = ne_u32(slot, SEND_WQE_ATOMIC_RKEY_OFFSET)?;
+            }
+            IB_WR_SEND | IB_WR_SEND_WITH_IMM => {
+                wqe.remote_qpn = ne_u32(slot, SEND_WQE_UD_REMOTE_QPN_OFFSET)?;
+                wqe.remote_qkey = ne_u32(slot, SEND_WQE_UD_REMOTE_QKEY_OFFSET)?;
+                wqe.pkey_index = ne_u16(slot, SEND_WQE_UD_PKEY_INDEX_OFFSET)?;
+                wqe.ah_num = ne_u32(slot, SEND_WQE_UD_AH_NUM_OFFSET)?;
+            }
+            IB_WR_BIND_MW => {
+                wqe.mw = BindMw {
+                    addr: ne_u64(slot, SEND_WQE_MW_ADDR_OFFSET)?,
+                    length: ne_u64(slot, SEND_WQE_MW_LENGTH_OFFSET)?,
+                    mr_lkey: ne_u32(slot, SEND_WQE_MW_MR_LKEY_OFFSET)?,
+                    mw_rkey: ne_u32(slot, SEND_WQE_MW_MW_RKEY_OFFSET)?,
+                    rkey: ne_u32(slot, SEND_WQE_MW_RKEY_OFFSET)?,
+                    access: ne_u32(slot, SEND_WQE_MW_ACCESS_OFFSET)?,
+                };
+            }
+            IB_WR_FLUSH => {
+                wqe.remote_addr = ne_u64(slot, SEND_WQE_REMOTE_ADDR_OFFSET)?;
+                wqe.flush_length = ne_u32(slot, SEND_WQE_FLUSH_LENGTH_OFFSET)?;
+                wqe.rkey = ne_u32(slot, SEND_WQE_FLUSH_RKEY_OFFSET)?;
+                let [flush_type, flush_level] = bytes(slot, SEND_WQE_FLUSH_TYPE_OFFSET)?;
+                wqe.flush_type = flush_type;
+                wqe.flush_level = flush_level;
+            }
+            _ => {}
+        }
+        Ok(wqe)
+    }
+
+    /// Whether the payload is inline in the WQE (`IB_SEND_INLINE`); its size
+    /// is then [`SendWqe::length`], see [`send_inline`].
+    pub fn has_inline(&self) -> bool {
+        self.send_flags & IB_SEND_INLINE != 0
+    }
+
+    /// Whether the consumer asked for a completion (`IB_SEND_SIGNALED`).
+    pub fn is_signaled(&self) -> bool {
+        self.send_flags & IB_SEND_SIGNALED != 0
+    }
+
+    /// Whether the message is solicited (`IB_SEND_SOLICITED`).
+    pub fn is_solicited(&self) -> bool {
+        self.send_flags & IB_SEND_SOLICITED != 0
+    }
+
+    /// Whether the WQE is fenced (`IB_SEND_FENCE`).
+    pub fn is_fenced(&self) -> bool {
+        self.send_flags & IB_SEND_FENCE != 0
+    }
+
+    /// The immediate data in wire order, for the ImmDt.
+    pub fn imm_data_bytes(&self) -> [u8; 4] {
+        self.imm_data.to_ne_bytes()
+    }
+}
+
+/// How many SGEs fit in a slot of `slot_len` bytes after `header` bytes.
+fn sge_capacity(slot_len: usize, header: usize) -> u32 {
+    let n = slot_len.saturating_sub(header) / SGE_SIZE;
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Reads SGE `i` of a WQE whose `dma.num_sge` is at `num_sge_off` and whose
+/// SGE array starts at `base`.
+fn sge_in(slot: &[u8], num_sge_off: usize, base: usize, i: u32) -> Result<Sge> {
+    if slot.len() < base {
+        return Err(Error::Truncated);
+    }
+    let num_sge = ne_u32(slot, num_sge_off)?;
+    if num_sge > sge_capacity(slot.len(), base) {
+        return Err(Error::WqeOverflow);
+    }
+    if i >= num_sge {
+        return Err(Error::FieldOutOfRange);
+    }
+    // `i < num_sge <= capacity`, so the offset is inside the slot; the
+    // checked arithmetic only keeps the lints honest.
+    let off = (i as usize)
+        .checked_mul(SGE_SIZE)
+        .and_then(|o| o.checked_add(base))
+        .ok_or(Error::WqeOverflow)?;
+    Sge::parse_at(slot, off)
+}
+
+/// How many SGEs a send queue slot of `slot_len` bytes can hold.
+pub fn send_sge_capacity(slot_len: usize) -> u32 {
+    sge_capacity(slot_len, SEND_WQE_SGE_OFFSET)
+}
+
+/// How many SGEs a receive queue slot of `slot_len` bytes can hold.
+pub fn recv_sge_capacity(slot_len: usize) -> u32 {
+    sge_capacity(slot_len, RECV_WQE_SGE_OFFSET)
+}
+
+/// The i-th SGE of a send WQE slot (bounds-checked against the slot).
+///
+/// Not meaningful for inline WQEs, whose payload union holds data.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if `dma.num_sge` exceeds what the slot holds,
+/// [`Error::FieldOutOfRange`] if `i` is not below `dma.num_sge`.
+pub fn send_sge(slot: &[u8], i: u32) -> Result<Sge> {
+    sge_in(slot, SEND_WQE_DMA_NUM_SGE_OFFSET, SEND_WQE_SGE_OFFSET, i)
+}
+
+/// The inline data of a send WQE slot: `len` bytes at the start of dma's
+/// union.
+///
+/// `len` is normally [`SendWqe::length`]; the caller bounds it by the QP's
+/// `max_inline_data` first.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if the slot holds fewer than `len` inline bytes.
+pub fn send_inline(slot: &[u8], len: u32) -> Result<&[u8]> {
+    let payload = slot.get(SEND_WQE_SGE_OFFSET..).ok_or(Error::Truncated)?;
+    payload.get(..len as usize).ok_or(Error::WqeOverflow)
+}
+
+/// The 8-byte value of an `ATOMIC_WRITE` WQE (`dma.atomic_wr`), in wire
+/// order.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if it does not hold the value.
+pub fn send_atomic_write_value(slot: &[u8]) -> Result<[u8; ATOMIC_WRITE_SIZE]> {
+    let payload = slot.get(SEND_WQE_SGE_OFFSET..).ok_or(Error::Truncated)?;
+    let (value, _) = payload
+        .split_first_chunk::<ATOMIC_WRITE_SIZE>()
+        .ok_or(Error::WqeOverflow)?;
+    Ok(*value)
+}
+
+/// The fixed part of a receive WQE (RQ or SRQ), decoded from a queue slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RecvWqe {
+    /// Consumer cookie returned in the completion.
+    pub wr_id: u64,
+    /// `dma.length`: the sum of the SGE lengths as user space computed it.
+    /// Unchecked.
+    pub length: u32,
+    /// `dma.num_sge`: entries in `dma.sge[]`; bound it by `max_recv_sge`.
+    pub num_sge: u32,
+}
+
+impl RecvWqe {
+    /// Decodes the fixed part of the receive WQE in `slot`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `slot` is shorter than [`RECV_WQE_SIZE`].
+    pub fn parse(slot: &[u8]) -> Result<Self> {
+        if slot.len() < RECV_WQE_SIZE {
+            return Err(Error::Truncated);
+        }
+        Ok(Self {
+            wr_id: ne_u64(slot, RECV_WQE_WR_ID_OFFSET)?,
+            length: ne_u32(slot, RECV_WQE_DMA_LENGTH_OFFSET)?,
+            num_sge: ne_u32(slot, RECV_WQE_DMA_NUM_SGE_OFFSET)?,
+        })
+    }
+}
+
+/// The i-th SGE of a receive WQE slot (bounds-checked against the slot).
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`RECV_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if `dma.num_sge` exceeds what the slot holds,
+/// [`Error::FieldOutOfRange`] if `i` is not below `dma.num_sge`.
+pub fn recv_sge(slot: &[u8], i: u32) -> Result<Sge> {
+    sge_in(slot, RECV_WQE_DMA_NUM_SGE_OFFSET, RECV_WQE_SGE_OFFSET, i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    // Offsets as gcc reports them for the 7.2 uapi header on x86-64; written
+    // out as numbers so that a wrong constant above cannot hide itself.
+    fn put<const N: usize>(slot: &mut [u8], off: usize, v: [u8; N]) {
+        slot[off..off + N].copy_from_slice(&v);
+    }
+
+    fn put32(slot: &mut [u8], off: usize, v: u32) {
+        put(slot, off, v.to_ne_bytes());
+    }
+
+    fn put64(slot: &mut [u8], off: usize, v: u64) {
+        put(slot, off, v.to_ne_bytes());
+    }
+
+    /// A send slot with the scratch fields filled with junk, as a hostile or
+    /// careless user might leave them.
+    fn send_slot(len: usize, opcode: u32, flags: u32) -> Vec<u8> {
+        let mut s = vec![0u8; len];
+        put64(&mut s, 0, 0x1122_3344_5566_7788);
+        put32(&mut s, 8, 0xdead_beef);
+        put32(&mut s, 12, opcode);
+        put32(&mut s, 16, flags);
+        put(&mut s, 20, [0xde, 0xad, 0xbe, 0xef]);
+        for off in (144..184).step_by(4) {
+            put32(&mut s, off, 0xa5a5_a5a5);
+        }
+        put64(&mut s, 152, 0x7000_0000_1000);
+        put32(&mut s, 184, 4096);
+        put32(&mut s, 188, 0xffff_ffff);
+        put32(&mut s, 192, 7);
+        put32(&mut s, 204, 0x5a5a_5a5a);
+        s
+    }
+
+    #[test]
+    fn offsets_match_c() {
+        assert_eq!(SEND_WQE_OPCODE_OFFSET, 12);
+        assert_eq!(SEND_WQE_ATOMIC_RKEY_OFFSET, 48);
+        assert_eq!(SEND_WQE_UD_AH_NUM_OFFSET, 36);
+        assert_eq!(SEND_WQE_FLUSH_LEVEL_OFFSET, 41);
+        assert_eq!(SEND_WQE_IOVA_OFFSET, 152);
+        assert_eq!(SEND_WQE_DMA_OFFSET, 184);
+        assert_eq!(SEND_WQE_DMA_NUM_SGE_OFFSET, 196);
+        assert_eq!(SEND_WQE_SGE_OFFSET, 208);
+        assert_eq!(RECV_WQE_DMA_NUM_SGE_OFFSET, 28);
+        assert_eq!(RECV_WQE_SGE_OFFSET, 40);
+    }
+
+    #[test]
+    fn rdma_write_round_trip() {
+        let mut s = send_slot(
+            256,
+            IB_WR_RDMA_WRITE_WITH_IMM,
+            IB_SEND_SIGNALED | IB_SEND_SOLICITED,
+        );
+        put64(&mut s, 24, 0x7000_0000_1000);
+        put32(&mut s, 32, 0x1234);
+        put32(&mut s, 196, 2);
+        put64(&mut s, 208, 0xaaaa_0000);
+        put32(&mut s, 216, 1000);
+        put32(&mut s, 220, 0x100);
+        put64(&mut s, 224, 0xbbbb_0000);
+        put32(&mut s, 232, 3096);
+        put32(&mut s, 236, 0x200);
+        let w = SendWqe::parse(&s).unwrap();
+        assert_eq!(w.wr_id, 0x1122_3344_5566_7788);
+        assert_eq!(w.opcode, IB_WR_RDMA_WRITE_WITH_IMM);
+        assert!(w.is_signaled() && w.is_solicited() && !w.is_fenced() && !w.has_inline());
+        assert_eq!(w.imm_data_bytes(), [0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(
+            (w.remote_addr, w.rkey, w.iova),
+            (0x7000_0000_1000, 0x1234, 0x7000_0000_1000)
+        );
+        assert_eq!((w.length, w.num_sge), (4096, 2));
+        // Members of other opcodes stay clear.
+        assert_eq!(
+            (w.compare_add, w.swap, w.remote_qpn, w.ah_num),
+            (0, 0, 0, 0)
+        );
+        let sge = |i| send_sge(&s, i).unwrap();
+        assert_eq!(
+            sge(0),
+            Sge {
+                addr: 0xaaaa_0000,
+                length: 1000,
+                lkey: 0x100
+            }
+        );
+        assert_eq!(
+            sge(1),
+            Sge {
+                addr: 0xbbbb_0000,
+                length: 3096,
+                lkey: 0x200
+            }
+        );
+        assert_eq!(send_sge(&s, 2), Err(Error::FieldOutOfRange));
+    }
+
+    #[test]
+    fn atomic_fields() {
+        let mut s = send_slot(256, IB_WR_ATOMIC_CMP_AND_SWP, IB_SEND_FENCE);
+        put64(&mut s, 24, 0x8000);
+        put64(&mut s, 32, 5);
+        put64(&mut s, 40, 9);
+        put32(&mut s, 48, 0x77);
+        let w = SendWqe::parse(&s).unwrap();
+        assert!(w.is_fenced());
+        assert_eq!(
+            (w.remote_addr, w.compare_add, w.swap, w.rkey),
+            (0x8000, 5, 9, 0x77)
+        );
+
+        put32(&mut s, 12, IB_WR_ATOMIC_WRITE);
+        put32(&mut s, 32, 0x66);
+        put(&mut s, 208, [1, 2, 3, 4, 5, 6, 7, 8]);
+        let w = SendWqe::parse(&s).unwrap();
+        assert_eq!((w.rkey, w.compare_add), (0x66, 0));
+        assert_eq!(send_atomic_write_value(&s), Ok([1, 2, 3, 4, 5, 6, 7, 8]));
+        assert_eq!(send_atomic_write_value(&s[..212]), Err(Error::WqeOverflow));
+    }
+
+    #[test]
+    fn ud_send_inline() {
+        let mut s = send_slot(512, IB_WR_SEND, IB_SEND_INLINE);
+        put32(&mut s, 24, 0x00ab_cdef);
+        put32(&mut s, 28, 0x8001_0000);
+        put(&mut s, 32, 3u16.to_ne_bytes());
+        put32(&mut s, 36, 42);
+        put32(&mut s, 184, 5);
+        // ibv_post_send stores the number of source buffers here.
+        put32(&mut s, 196, 3);
+        put(&mut s, 208, *b"hello");
+        let w = SendWqe::parse(&s).unwrap();
+        assert!(w.has_inline());
+        assert_eq!(
+            (w.remote_qpn, w.remote_qkey, w.pkey_index, w.ah_num),
+            (0x00ab_cdef, 0x8001_0000, 3, 42)
+        );
+        assert_eq!((w.remote_addr, w.rkey), (0, 0));
+        assert_eq!(send_inline(&s, w.length), Ok(&b"hello"[..]));
+        assert_eq!(send_inline(&s, 304).map(<[u8]>::len), Ok(304));
+        assert_eq!(send_inline(&s, 305), Err(Error::WqeOverflow));
+        assert_eq!(send_inline(&s, u32::MAX), Err(Error::WqeOverflow));
+        assert_eq!(send_inline(&s[..100], 0), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn send_with_inv_and_local_inv() {
+        let mut s = send_slot(256, IB_WR_SEND_WITH_INV, 0);
+        put32(&mut s, 20, 0x0102_0304);
+        put64(&mut s, 24, u64::MAX);
+        let w = SendWqe::parse(&s).unwrap();
+        assert_eq!(w.invalidate_rkey, 0x0102_0304);
+        assert_eq!((w.remote_addr, w.rkey, w.remote_qpn), (0, 0, 0));
+        put32(&mut s, 12, IB_WR_LOCAL_INV);
+        assert_eq!(SendWqe::parse(&s).unwrap().invalidate_rkey, 0x0102_0304);
+    }
+
+    #[test]
+    fn bind_mw_and_flush() {
+        let mut s = send_slot(256, IB_WR_BIND_MW, IB_SEND_SIGNALED);
+        put64(&mut s, 24, 0x4000);
+        put64(&mut s, 32, 0x1_0000_0000);
+        put32(&mut s, 40, 0x301);
+        put32(&mut s, 44, 0x402);
+        put32(&mut s, 48, 0x403);
+        put32(&mut s, 52, 0xf);
+        let w = SendWqe::parse(&s).unwrap();
+        let mw = BindMw {
+            addr: 0x4000,
+            length: 0x1_0000_0000,
+            mr_lkey: 0x301,
+            mw_rkey: 0x402,
+            rkey: 0x403,
+            access: 0xf,
+        };
+        assert_eq!(w.mw, mw);
+        assert_eq!((w.remote_addr, w.rkey), (0, 0));
+
+        let mut s = send_slot(256, IB_WR_FLUSH, 0);
+        put64(&mut s, 24, 0x9000);
+        put32(&mut s, 32, 64);
+        put32(&mut s, 36, 0x55);
+        put(&mut s, 40, [2, 1]);
+        let w = SendWqe::parse(&s).unwrap();
+        assert_eq!((w.remote_addr, w.flush_length, w.rkey), (0x9000, 64, 0x55));
+        assert_eq!((w.flush_type, w.flush_level), (2, 1));
+    }
+
+    #[test]
+    fn unknown_opcode_still_parses() {
+        let s = send_slot(256, IB_WR_REG_MR, 0);
+        let w = SendWqe::parse(&s).unwrap();
+        assert_eq!((w.opcode, w.wr_id), (IB_WR_REG_MR, 0x1122_3344_5566_7788));
+        let s = send_slot(256, u32::MAX, u32::MAX);
+        assert!(SendWqe::parse(&s).unwrap().has_inline());
+    }
+
+    #[test]
+    fn truncated_slots() {
+        let s = send_slot(256, IB_WR_SEND, 0);
+        assert_eq!(SendWqe::parse(&s[..207]), Err(Error::Truncated));
+        assert!(SendWqe::parse(&s[..208]).is_ok());
+        assert_eq!(SendWqe::parse(&[]), Err(Error::Truncated));
+        assert_eq!(send_sge(&s[..100], 0), Err(Error::Truncated));
+        assert_eq!(RecvWqe::parse(&[0; 39]), Err(Error::Truncated));
+        assert_eq!(recv_sge(&[0; 39], 0), Err(Error::Truncated));
+        // A bare header holds no SGE.
+        assert_eq!(send_sge(&s[..208], 0), Err(Error::FieldOutOfRange));
+    }
+
+    #[test]
+    fn num_sge_beyond_slot() {
+        let mut s = send_slot(256, IB_WR_SEND, 0);
+        assert_eq!(send_sge_capacity(256), 3);
+        put32(&mut s, 196, 3);
+        assert!(send_sge(&s, 2).is_ok());
+        put32(&mut s, 196, 4);
+        assert_eq!(send_sge(&s, 0), Err(Error::WqeOverflow));
+        put32(&mut s, 196, u32::MAX);
+        assert_eq!(send_sge(&s, 0), Err(Error::WqeOverflow));
+        assert_eq!(send_sge(&s, u32::MAX), Err(Error::WqeOverflow));
+    }
+
+    #[test]
+    fn recv_round_trip() {
+        let mut s = vec![0u8; 128];
+        put64(&mut s, 0, 77);
+        put32(&mut s, 16, 300);
+        put32(&mut s, 20, 0xffff);
+        put32(&mut s, 28, 2);
+        put64(&mut s, 40, 0x1000);
+        put32(&mut s, 48, 100);
+        put32(&mut s, 52, 0x11);
+        put64(&mut s, 56, 0x2000);
+        put32(&mut s, 64, 200);
+        put32(&mut s, 68, 0x22);
+        assert_eq!(
+            RecvWqe::parse(&s),
+            Ok(RecvWqe {
+                wr_id: 77,
+                length: 300,
+                num_sge: 2
+            })
+        );
+        assert_eq!(
+            recv_sge(&s, 0),
+            Ok(Sge {
+                addr: 0x1000,
+                length: 100,
+                lkey: 0x11
+            })
+        );
+        assert_eq!(
+            recv_sge(&s, 1),
+            Ok(Sge {
+                addr: 0x2000,
+                length: 200,
+                lkey: 0x22
+            })
+        );
+        assert_eq!(recv_sge(&s, 2), Err(Error::FieldOutOfRange));
+        assert_eq!(recv_sge_capacity(128), 5);
+        put32(&mut s, 28, 6);
+        assert_eq!(recv_sge(&s, 0), Err(Error::WqeOverflow));
+        put32(&mut s, 28, 5);
+        assert_eq!(recv_sge(&s, 4), Ok(Sge::default()));
+        assert_eq!(recv_sge(&s[..119], 4), Err(Error::WqeOverflow));
+    }
+
+    mod prop {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn never_panics(slot in proptest::collection::vec(any::<u8>(), 0..600), i in any::<u32>(), len in any::<u32>()) {
+                let _ = SendWqe::parse(&slot);
+                let _ = send_sge(&slot, i);
+                let _ = send_inline(&slot, len);
+                let _ = send_atomic_write_value(&slot);
+                let _ = RecvWqe::parse(&slot);
+                let _ = recv_sge(&slot, i);
+            }
+        }
+    }
+}
