@@ -444,6 +444,12 @@ enum ib_port_state rrxe_helper_ib_get_curr_port_state(struct net_device *dev)
 	return ib_get_curr_port_state(dev);
 }
 
+enum rdma_network_type
+rrxe_helper_rdma_gid_attr_network_type(const struct ib_gid_attr *attr)
+{
+	return rdma_gid_attr_network_type(attr);
+}
+
 /* include/rdma/ib_cache.h */
 
 /*

@@ -52,9 +52,36 @@ impl Av {
     }
 }
 
+/// Network type of a source GID (`enum rdma_network_type`): how packets
+/// from it are carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkType {
+    /// InfiniBand.
+    Ib,
+    /// RoCE v1 (Ethernet, `ETH_P_IBOE`).
+    RoceV1,
+    /// RoCEv2 over IPv4 (a v4-mapped GID).
+    Ipv4,
+    /// RoCEv2 over IPv6.
+    Ipv6,
+}
+
+impl NetworkType {
+    fn from_raw(t: bindings::rdma_network_type) -> Option<Self> {
+        match t {
+            bindings::rdma_network_type_RDMA_NETWORK_IB => Some(Self::Ib),
+            bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1 => Some(Self::RoceV1),
+            bindings::rdma_network_type_RDMA_NETWORK_IPV4 => Some(Self::Ipv4),
+            bindings::rdma_network_type_RDMA_NETWORK_IPV6 => Some(Self::Ipv6),
+            _ => None,
+        }
+    }
+}
+
 /// An address vector (`struct rdma_ah_attr`), kept without its
-/// `sgid_attr` reference (the RDMA core only lends it during a call).
-pub struct AhAttr(bindings::rdma_ah_attr);
+/// `sgid_attr` reference (the RDMA core only lends it during a call), and
+/// the network type of that source GID, read while it was lent.
+pub struct AhAttr(bindings::rdma_ah_attr, Option<NetworkType>);
 
 // SAFETY: The only pointer (`grh.sgid_attr`) is always NULL in a stored `AhAttr`.
 unsafe impl Send for AhAttr {}
@@ -62,11 +89,28 @@ unsafe impl Send for AhAttr {}
 unsafe impl Sync for AhAttr {}
 
 impl AhAttr {
-    fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+    /// # Safety
+    ///
+    /// `a.grh.sgid_attr` is NULL or points to a GID attribute valid for the
+    /// duration of the call.
+    unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+        let sgid_attr = a.grh.sgid_attr;
+        let network = if sgid_attr.is_null() {
+            None
+        } else {
+            // SAFETY: Valid by the safety requirements; the helper only reads it.
+            NetworkType::from_raw(unsafe { bindings::rdma_gid_attr_network_type(sgid_attr) })
+        };
         // SAFETY: Plain data; the borrowed reference is cleared below.
-        let mut c = Self(unsafe { core::ptr::read(a) });
+        let mut c = Self(unsafe { core::ptr::read(a) }, network);
         c.0.grh.sgid_attr = core::ptr::null();
         c
+    }
+
+    /// Network type of the source GID, when the RDMA core resolved one (it
+    /// does for every address vector with a GRH).
+    pub fn network_type(&self) -> Option<NetworkType> {
+        self.1
     }
 
     /// Port number.
@@ -133,8 +177,9 @@ impl<T: Driver> Ah<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Valid for the call, with a valid `ah_attr`.
-            let attr = AhAttr::from_raw(unsafe { &*(*init).ah_attr });
+            // SAFETY: Valid for the call, with a valid `ah_attr` whose `sgid_attr` the core holds
+            // (or NULL) for the call.
+            let attr = unsafe { AhAttr::from_raw(&*(*init).ah_attr) };
             // SAFETY: `device` is set by the core.
             let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
             // SAFETY: `udata` is NULL or valid for the call.
@@ -200,6 +245,6 @@ impl<T: Driver> Deref for Ah<T> {
 impl Clone for AhAttr {
     fn clone(&self) -> Self {
         // SAFETY: Plain data without references (the invariant above).
-        Self(unsafe { core::ptr::read(&self.0) })
+        Self(unsafe { core::ptr::read(&self.0) }, self.1)
     }
 }

@@ -39,6 +39,7 @@ use crate::{
         mr::{
             Mr,
             MrKeys,
+            ReregArgs,
             UserMrArgs, //
         },
         pd::Pd,
@@ -219,6 +220,20 @@ pub trait Driver: Sized + 'static {
     /// registered. Once it succeeded, the abstraction waits for every
     /// reference to be dropped and then frees the MR.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
+
+    /// Changes a user memory region in place (`ibv_rereg_mr`): the parts
+    /// `args.flags` names. `pd` is the PD the region moves to with
+    /// [`crate::rdma::mr::rereg::PD`] (else its current PD); the RDMA core
+    /// updates the region's PD after success. Unsupported changes return
+    /// `EOPNOTSUPP`.
+    fn rereg_user_mr(
+        _mr: &Mr<Self>,
+        _args: &ReregArgs,
+        _pd: &Pd<Self>,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates the state of a new QP and returns it with the QP number; the
     /// driver updates `attr.cap` to what it allocated.
@@ -781,6 +796,11 @@ impl<T: Driver> OpsTable<T> {
         req_notify_cq: Some(Cq::<T>::req_notify_callback),
         get_dma_mr: Some(Mr::<T>::get_dma_callback),
         reg_user_mr: Some(Mr::<T>::reg_user_callback),
+        rereg_user_mr: if T::HAS_REREG_USER_MR {
+            Some(Mr::<T>::rereg_user_callback)
+        } else {
+            None
+        },
         dereg_mr: Some(Mr::<T>::dereg_callback),
         create_qp: Some(Qp::<T>::create_callback),
         modify_qp: Some(Qp::<T>::modify_callback),

@@ -21,7 +21,10 @@ use crate::{
 };
 use core::{
     ops::Deref,
-    ptr::NonNull, //
+    ptr::{
+        self,
+        NonNull, //
+    },
 };
 use kernel::{
     error::from_result,
@@ -53,6 +56,39 @@ pub struct UserMrArgs {
     /// I/O virtual address the region is accessed at.
     pub iova: u64,
     /// `IB_ACCESS_*` flags.
+    pub access: i32,
+}
+
+/// Flags of `rereg_user_mr` (`enum ib_mr_rereg_flags`).
+pub mod rereg {
+    /// `IB_MR_REREG_TRANS`: new address range (start, length, iova).
+    pub const TRANS: i32 = 1;
+    /// `IB_MR_REREG_PD`: move the region to another PD.
+    pub const PD: i32 = 1 << 1;
+    /// `IB_MR_REREG_ACCESS`: new `IB_ACCESS_*` flags.
+    pub const ACCESS: i32 = 1 << 2;
+}
+
+/// Arguments of `rereg_user_mr`.
+///
+/// Only the parts `flags` names are meaningful: the range with
+/// [`rereg::TRANS`], `access` with [`rereg::ACCESS`]. The RDMA core has
+/// checked that `flags` is non-zero and within `IB_MR_REREG_SUPPORTED`, and
+/// with [`rereg::ACCESS`] that the access flags are valid for the device.
+/// When [`rereg::PD`] is set the core has already dropped it if the PD does
+/// not change; it moves the region to the new PD itself after the driver
+/// succeeds.
+#[derive(Clone, Copy, Debug)]
+pub struct ReregArgs {
+    /// `IB_MR_REREG_*` flags, see [`rereg`].
+    pub flags: i32,
+    /// New user virtual address.
+    pub start: u64,
+    /// New length in bytes.
+    pub length: u64,
+    /// New I/O virtual address.
+    pub iova: u64,
+    /// New `IB_ACCESS_*` flags.
     pub access: i32,
 }
 
@@ -222,6 +258,48 @@ impl<T: Driver> Mr<T> {
         match T::reg_user_mr(p, &args, udata).and_then(|(init, keys)| Self::create(pd, init, keys))
         {
             Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// `rereg_user_mr` callback.
+    ///
+    /// The driver changes the region in place, so the callback returns NULL
+    /// on success (the RDMA core then moves the region to the new PD and
+    /// keeps its keys) and an error pointer otherwise; it never creates a
+    /// replacement region.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a live MR created by this abstraction and a
+    /// live PD (the new one, or the current one), both of a device of
+    /// driver `T`.
+    pub(crate) unsafe extern "C" fn rereg_user_callback(
+        mr: *mut bindings::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // CAST: `ib` is the first field.
+        // SAFETY: By the safety requirements `mr` is the `ib` of a live `Mr<T>`.
+        let this = unsafe { &*mr.cast::<Self>() };
+        // SAFETY: By the safety requirements.
+        let p = unsafe { Pd::<T>::from_raw(pd) };
+        // SAFETY: `udata` is NULL or valid for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
+        let args = ReregArgs {
+            flags,
+            start,
+            length,
+            iova,
+            access,
+        };
+        match T::rereg_user_mr(this, &args, p, udata) {
+            Ok(()) => ptr::null_mut(),
             Err(e) => e.to_ptr(),
         }
     }

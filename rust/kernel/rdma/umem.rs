@@ -69,6 +69,17 @@ impl Umem {
         self.pages.len()
     }
 
+    /// Whether `rereg_user_mr` may change a region over this memory to the
+    /// `IB_ACCESS_*` flags `access` (`IB_MR_REREG_*` flags `flags`) without
+    /// pinning it again: a writable access needs memory pinned writable
+    /// (`EACCES` otherwise).
+    pub fn check_rereg(&self, flags: i32, access: i32) -> Result {
+        // SAFETY: The umem is valid; the call only reads it.
+        kernel::error::to_result(unsafe {
+            bindings::ib_umem_check_rereg(self.ptr.as_ptr(), flags, access)
+        })
+    }
+
     /// Offset of the user address in its first page.
     pub fn offset(&self) -> usize {
         // SAFETY: The umem is valid.

@@ -8,14 +8,18 @@
 use crate::rdma::{
     ah::{
         Ah,
-        AhAttr, //
+        AhAttr,
+        NetworkType, //
     },
     device::Device,
     udata::Udata, //
 };
 use kernel::prelude::*;
 
-use super::verbs::Rrxe;
+use super::{
+    param::PORT_GID_TBL_LEN,
+    verbs::Rrxe, //
+};
 
 /// State of an address handle.
 pub(crate) struct RrxeAh {
@@ -25,6 +29,22 @@ pub(crate) struct RrxeAh {
     pub(crate) ah_num: u32,
 }
 
+/// Checks an address vector as `rxe_av_chk_attr` does, with its errno
+/// (`EINVAL`): port 1, a GRH (RoCE routes by GID), a source GID inside the
+/// table, and a RoCEv2 (IPv4 or IPv6) source GID.
+fn check_attr(attr: &AhAttr) -> Result {
+    if attr.port_num() != 1 || !attr.has_grh() {
+        return Err(EINVAL);
+    }
+    if i32::from(attr.sgid_index()) >= PORT_GID_TBL_LEN {
+        return Err(EINVAL);
+    }
+    match attr.network_type() {
+        Some(NetworkType::Ipv4 | NetworkType::Ipv6) => Ok(()),
+        _ => Err(EINVAL),
+    }
+}
+
 impl RrxeAh {
     /// Creates an address handle (`rxe_create_ah`).
     pub(crate) fn create(
@@ -32,9 +52,7 @@ impl RrxeAh {
         attr: AhAttr,
         udata: Option<&Udata>,
     ) -> Result<impl PinInit<Self, Error>> {
-        if attr.port_num() != 1 || !attr.has_grh() {
-            return Err(EINVAL);
-        }
+        check_attr(&attr)?;
         let ah_num = dev.ah_pool.alloc()?;
         if let Some(udata) = udata {
             // Old providers pass no response buffer; they build the AV themselves.

@@ -78,9 +78,9 @@ fn region(
     }
     let ok = match need {
         Need::LocalRead => true,
-        Need::LocalWrite => mr.access & access::LOCAL_WRITE != 0,
-        Need::RemoteWrite => mr.access & access::REMOTE_WRITE != 0,
-        Need::RemoteRead => mr.access & access::REMOTE_READ != 0,
+        Need::LocalWrite => mr.access() & access::LOCAL_WRITE != 0,
+        Need::RemoteWrite => mr.access() & access::REMOTE_WRITE != 0,
+        Need::RemoteRead => mr.access() & access::REMOTE_READ != 0,
     };
     if !ok {
         return Err(MemError::Key);

@@ -10,8 +10,10 @@ use crate::{
     rdma::{
         eopnotsupp,
         mr::{
+            rereg,
             Mr,
             MrKeys,
+            ReregArgs,
             UserMrArgs, //
         },
         pd::Pd,
@@ -19,7 +21,13 @@ use crate::{
         umem::Umem, //
     },
 };
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
+};
 
 use super::verbs::Rrxe;
 
@@ -68,8 +76,9 @@ pub(crate) enum Mapping {
 pub(crate) struct RrxeMr {
     /// Index part of the keys.
     pub(crate) index: u32,
-    /// `IB_ACCESS_*` flags.
-    pub(crate) access: i32,
+    /// `IB_ACCESS_*` flags; `rereg_user_mr` may change them while the
+    /// data path reads them.
+    access: Atomic<i32>,
     /// What the region maps.
     pub(crate) mapping: Mapping,
 }
@@ -90,7 +99,7 @@ impl RrxeMr {
         let (index, key) = pd.device().mr_pool.alloc_key()?;
         let init = try_init!(Self {
             index,
-            access,
+            access: Atomic::new(access),
             mapping: Mapping::Dma,
         });
         Ok((init, keys(index, key, 0, 0)))
@@ -113,10 +122,38 @@ impl RrxeMr {
         let access = args.access;
         let init = try_init!(Self {
             index,
-            access,
+            access: Atomic::new(access),
             mapping: Mapping::User(umem),
         });
         Ok((init, keys(index, key, args.iova, args.length)))
+    }
+
+    /// The region's `IB_ACCESS_*` flags.
+    #[expect(dead_code, reason = "read by the transport (later issues)")]
+    pub(crate) fn access(&self) -> i32 {
+        self.access.load(Relaxed)
+    }
+
+    /// `rereg_user_mr`, as the C driver does it: only a new PD or new access
+    /// flags, never a new translation (`EOPNOTSUPP`, which test suites read
+    /// as "skip"). The RDMA core moves the region to the new PD itself once
+    /// this succeeds; nothing of ours refers to the PD.
+    pub(crate) fn rereg(mr: &Mr<Rrxe>, args: &ReregArgs) -> Result {
+        if args.flags & !(rereg::PD | rereg::ACCESS) != 0 {
+            return Err(eopnotsupp());
+        }
+        if args.flags & rereg::ACCESS == 0 {
+            return Ok(());
+        }
+        // Writable access needs pages pinned for writing (`EACCES`).
+        if let Mapping::User(umem) = &mr.mapping {
+            umem.check_rereg(args.flags, args.access)?;
+        }
+        if args.access & !access::SUPPORTED_MR != 0 || args.access & access::ON_DEMAND != 0 {
+            return Err(eopnotsupp());
+        }
+        mr.access.store(args.access, Relaxed);
+        Ok(())
     }
 
     /// Deregistration: frees the index (the umem is released when the state

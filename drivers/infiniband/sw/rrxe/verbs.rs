@@ -24,6 +24,7 @@ use crate::rdma::{
     mr::{
         Mr,
         MrKeys,
+        ReregArgs,
         UserMrArgs, //
     },
     pd::Pd as IbPd,
@@ -222,6 +223,15 @@ impl Driver for Rrxe {
         udata: Option<&Udata>,
     ) -> Result<(impl PinInit<RrxeMr, Error>, MrKeys)> {
         RrxeMr::user(pd, args, udata)
+    }
+
+    fn rereg_user_mr(
+        mr: &Mr<Self>,
+        args: &ReregArgs,
+        _pd: &IbPd<Self>,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        RrxeMr::rereg(mr, args)
     }
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {
