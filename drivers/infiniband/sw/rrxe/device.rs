@@ -15,6 +15,7 @@ use crate::{
 };
 use kernel::{
     prelude::*,
+    sync::aref::ARef,
     sync::atomic::{
         Atomic,
         Relaxed, //
@@ -63,9 +64,18 @@ pub(crate) struct RrxeDev {
     pub(crate) counters: Counters,
     /// Keeps the RoCEv2 sockets of the net device's namespace open.
     _ns: NsUse,
+    /// The net device the port is bound to, for the transmit path: held
+    /// for the device's lifetime, so that softirq context never has to ask
+    /// the RDMA core for it (`ib_device_get_netdev` is not softirq-safe).
+    ndev: ARef<net::Device>,
 }
 
 impl RrxeDev {
+    /// The net device of the port.
+    pub(crate) fn ndev(&self) -> &net::Device {
+        &self.ndev
+    }
+
     /// Creates the state of a device on top of `ndev`.
     pub(crate) fn new(ndev: &net::Device) -> impl PinInit<Self, Error> {
         let mut raw_gid = [0u8; ETH_ALEN];
@@ -76,6 +86,7 @@ impl RrxeDev {
         let guid = Guid::from_eui48(&raw_gid);
         let mtu = active_mtu(ndev.mtu()).bytes();
         let ns = NsUse::new(ndev);
+        let held: ARef<net::Device> = ndev.into();
         try_pin_init!(Self {
             mr_pool <- IndexPool::new(param::MIN_MR_INDEX as u32, param::MAX_MR_INDEX as u32),
             qp_pool <- IndexPool::new(param::MIN_QP_INDEX as u32, param::MAX_QP_INDEX as u32),
@@ -87,6 +98,7 @@ impl RrxeDev {
             active_mtu: Atomic::new(mtu),
             counters: Counters::new(),
             _ns: ns?,
+            ndev: held,
         })
     }
 

@@ -129,7 +129,6 @@ impl RrxeMr {
     }
 
     /// The region's `IB_ACCESS_*` flags.
-    #[expect(dead_code, reason = "read by the transport (later issues)")]
     pub(crate) fn access(&self) -> i32 {
         self.access.load(Relaxed)
     }

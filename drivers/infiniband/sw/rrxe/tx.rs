@@ -76,7 +76,7 @@ pub(crate) struct Path {
 impl TxCtx {
     /// Resolves `path` for QP `lqpn` talking to `rqpn` on `dev`'s port.
     pub(crate) fn resolve(dev: &Device<Rrxe>, path: &Path, lqpn: u32, rqpn: u32) -> Result<Self> {
-        let ndev = dev.netdev(1).ok_or(ENODEV)?;
+        let ndev: ARef<net::Device> = dev.ndev().into();
         let sgid = dev.gid_at(1, u32::from(path.sgid_index))?;
         let route = Route::output(ndev.net(), &ndev, &sgid, &path.dgid)?;
         let hdr = UdpIpHdr {
@@ -128,6 +128,7 @@ fn proto_err(_: proto::Error) -> Error {
 /// QP's state lock held (the IP stack must run with interrupts enabled).
 pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
     let dev = qp.device();
+    let net = dev.ndev().net();
     loop {
         // One sender at a time keeps the packets in order.
         if !qp.start_sending() {
@@ -135,11 +136,7 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
         }
         while let Some(skb) = qp.txq.pop_front() {
             let len = skb.len();
-            let Some(ndev) = dev.netdev(1) else {
-                dev.counters.inc(Counter::SendErr);
-                continue;
-            };
-            match xmit_udp(ndev.net(), skb) {
+            match xmit_udp(net, skb) {
                 Ok(()) => {
                     dev.counters.inc(Counter::SentPkts);
                     // CAST: the length of one packet.
