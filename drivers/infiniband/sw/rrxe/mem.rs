@@ -57,7 +57,6 @@ pub(crate) enum Need {
     /// Remote write (RDMA WRITE responder).
     RemoteWrite,
     /// Remote read (RDMA READ responder).
-    #[expect(dead_code, reason = "RDMA READ comes with the next issue")]
     RemoteRead,
 }
 
@@ -92,6 +91,19 @@ fn region(
         return Err(MemError::Range);
     }
     Ok(mr)
+}
+
+/// Checks that `len` bytes at `addr` may be accessed remotely through
+/// `rkey` with permission `need`, without touching them.
+pub(crate) fn check_remote(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    rkey: u32,
+    need: Need,
+    addr: u64,
+    len: u32,
+) -> Result<(), MemError> {
+    region(dev, pd_id, rkey, true, need, addr, len as usize).map(|_| ())
 }
 
 /// Byte offset of `addr` in `mr` (checked by [`region`]).
@@ -225,6 +237,29 @@ pub(crate) fn scatter(
     walk(
         num_sge,
         |i| recv_sge(slot, i).ok(),
+        u64::from(offset),
+        src.len(),
+        |sge, off, at, n| {
+            let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
+            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+            write(dev, pd_id, sge.lkey, false, Need::LocalWrite, addr, chunk)
+        },
+    )
+}
+
+/// Scatters `src` (READ response data) into a send WQE's SGEs from
+/// message byte `offset`.
+pub(crate) fn scatter_send(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    slot: &[u8],
+    num_sge: u32,
+    offset: u32,
+    src: &[u8],
+) -> Result<(), MemError> {
+    walk(
+        num_sge,
+        |i| send_sge(slot, i).ok(),
         u64::from(offset),
         src.len(),
         |sge, off, at, n| {

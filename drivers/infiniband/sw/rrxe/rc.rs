@@ -109,6 +109,8 @@ use super::{
 const WC_SEND: u32 = 0;
 /// `IB_WC_RDMA_WRITE`.
 const WC_RDMA_WRITE: u32 = 1;
+/// `IB_WC_RDMA_READ`.
+const WC_RDMA_READ: u32 = 2;
 /// `IB_WC_RECV`.
 pub(crate) const WC_RECV: u32 = 1 << 7;
 /// `IB_WC_RECV_RDMA_WITH_IMM`.
@@ -125,6 +127,8 @@ pub(crate) struct WqeMeta {
     len: u32,
     first_psn: Psn,
     last_psn: Psn,
+    /// An RDMA READ: completed only by its responses.
+    is_read: bool,
 }
 
 /// Requester and completer state.
@@ -150,6 +154,10 @@ pub(crate) struct Req {
     rnr_wait: bool,
     /// The retransmit timer is armed.
     timer_armed: bool,
+    /// RDMA READs started and not completed.
+    reads_in_flight: u32,
+    /// A READ response was missing and the READ was asked again.
+    read_gap: bool,
 }
 
 /// The receive WQE a SEND (or WRITE with immediate) is placed into; its
@@ -195,6 +203,14 @@ impl Req {
             rnr_left: self.rnr_left,
             ..Req::default()
         };
+    }
+
+    /// The PSN of the next packet of a service without acknowledges (UD),
+    /// advancing it.
+    pub(crate) fn take_psn(&mut self) -> Psn {
+        let p = self.psn;
+        self.psn = p.next();
+        p
     }
 
     /// Sets the retry counts (`retry_cnt`, `rnr_retry`).
@@ -329,7 +345,7 @@ fn retire(qp: &Qp<Rrxe>, st: &mut State, upto: Psn) -> bool {
     let mut progress = false;
     while sq_before(st, st.sq.consumer(), st.req.started_end) {
         let m = meta(st, st.sq.consumer());
-        if m.last_psn.after(upto) {
+        if m.last_psn.after(upto) || m.is_read {
             break;
         }
         complete_head(qp, st, WcStatus::Success);
@@ -345,19 +361,78 @@ fn arm_retransmit(qp: &Qp<Rrxe>, st: &mut State) {
     }
 }
 
-/// Message kind and completion opcode of a send WR opcode.
-fn kind_of(opcode: u32) -> Option<(MessageKind, u32)> {
+/// What the requester sends for a WQE.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// A message of packets carrying the data.
+    Msg(MessageKind),
+    /// One READ request; the data comes back in READ responses.
+    Read,
+}
+
+/// Work and completion opcode of a send WR opcode.
+fn kind_of(opcode: u32) -> Option<(Work, u32)> {
     match opcode {
-        wqe::IB_WR_SEND => Some((MessageKind::Send, WC_SEND)),
-        wqe::IB_WR_SEND_WITH_IMM => Some((MessageKind::SendWithImm, WC_SEND)),
-        wqe::IB_WR_RDMA_WRITE => Some((MessageKind::RdmaWrite, WC_RDMA_WRITE)),
-        wqe::IB_WR_RDMA_WRITE_WITH_IMM => Some((MessageKind::RdmaWriteWithImm, WC_RDMA_WRITE)),
+        wqe::IB_WR_SEND => Some((Work::Msg(MessageKind::Send), WC_SEND)),
+        wqe::IB_WR_SEND_WITH_IMM => Some((Work::Msg(MessageKind::SendWithImm), WC_SEND)),
+        wqe::IB_WR_RDMA_WRITE => Some((Work::Msg(MessageKind::RdmaWrite), WC_RDMA_WRITE)),
+        wqe::IB_WR_RDMA_WRITE_WITH_IMM => {
+            Some((Work::Msg(MessageKind::RdmaWriteWithImm), WC_RDMA_WRITE))
+        }
+        wqe::IB_WR_RDMA_READ => Some((Work::Read, WC_RDMA_READ)),
         _ => None,
     }
 }
 
 /// Largest message (IBTA: 2^31 bytes).
 const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// Queues the READ request of the WQE at `req.next` for its packets from
+/// `index` on (all of them, or the rest after a retry); `false` if it could
+/// not be built.
+fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, count: u32) -> bool {
+    let mtu = path_mtu(st).bytes();
+    let done = index.saturating_mul(mtu).min(w.length);
+    let bth = Bth {
+        opcode: Opcode::RC_RDMA_READ_REQUEST,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: st.attr.dest_qp_num(),
+        ack_req: true,
+        psn: st.req.psn,
+        ..Bth::default()
+    };
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: w.remote_addr.wrapping_add(u64::from(done)),
+            rkey: w.rkey,
+            dma_len: w.length - done,
+        }),
+        ..ExtHeaders::default()
+    };
+    let Some(tx) = tx_ctx(qp, st) else {
+        return false;
+    };
+    match tx.build(&bth, &ext, 0, |_| Ok(())) {
+        Ok(skb) => qp.txq.push_back(skb),
+        Err(_) => {
+            if !st.req.timer_armed {
+                arm_retransmit(qp, st);
+            }
+            return false;
+        }
+    }
+    // The responses take the PSNs of the packets still to come.
+    st.req.psn = st.req.psn.add(count.saturating_sub(index).max(1));
+    if st.req.sent_end.before(st.req.psn) {
+        st.req.sent_end = st.req.psn;
+    }
+    st.req.next = st.sq.geo.next(st.req.next);
+    st.req.offset = 0;
+    if !st.req.timer_armed {
+        arm_retransmit(qp, st);
+    }
+    true
+}
 
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
@@ -387,7 +462,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             .ok()
             .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
             .filter(|(w, _)| w.length <= MAX_MSG_SIZE);
-        let Some((w, (kind, wc_opcode))) = parsed else {
+        let Some((w, (work, wc_opcode))) = parsed else {
             // A WQE rxe cannot execute completes in error once it is the oldest.
             if idx == st.sq.consumer() {
                 // `wr_id` is the first field of every send WQE.
@@ -407,10 +482,17 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             break;
         };
         let count = packet_count(w.length, pmtu);
+        let is_read = work == Work::Read;
         if st.req.offset == 0 {
             if sq_before(st, idx, st.req.started_end) {
                 st.req.psn = meta(st, idx).first_psn;
             } else {
+                // At most `max_rd_atomic` READs outstanding (at least one).
+                if is_read
+                    && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1)
+                {
+                    break;
+                }
                 let m = WqeMeta {
                     wr_id: w.wr_id,
                     wc_opcode,
@@ -418,7 +500,11 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     len: w.length,
                     first_psn: st.req.psn,
                     last_psn: st.req.psn.add(count - 1),
+                    is_read,
                 };
+                if is_read {
+                    st.req.reads_in_flight += 1;
+                }
                 match st.sq_meta.get_mut(idx as usize) {
                     Some(slot) => *slot = m,
                     None => break,
@@ -427,6 +513,15 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
         }
         let index = st.req.offset / mtu;
+        if let Work::Read = work {
+            if !send_read_request(qp, st, &w, index, count) {
+                break;
+            }
+            continue;
+        }
+        let Work::Msg(kind) = work else {
+            break;
+        };
         let Some(seg) = segment_at(w.length, pmtu, index) else {
             break;
         };
@@ -525,8 +620,12 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if !matches!(state, qp_state::RTS | qp_state::SQD | qp_state::SQE) {
         return;
     }
+    if matches!(pkt.info().operation, Operation::RdmaReadResponse) {
+        on_read_response(qp, st, pkt, sq_sig_all);
+        return;
+    }
     if !matches!(pkt.info().operation, Operation::Acknowledge) {
-        // READ responses and atomic acknowledges come with the next issue.
+        // Atomic acknowledges come with atomics.
         return;
     }
     let Some(aeth) = pkt.ext().aeth else {
@@ -544,9 +643,25 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     let progress = match syndrome {
         Syndrome::Ack { .. } => {
             let p = retire(qp, st, psn);
-            st.req.comp_psn = psn.next();
-            if st.req.psn.before(st.req.comp_psn) {
-                set_position(st, st.req.comp_psn, mtu);
+            let head = meta(st, st.sq.consumer());
+            if sq_before(st, st.sq.consumer(), st.req.started_end)
+                && head.is_read
+                && !head.first_psn.after(psn)
+            {
+                // Acknowledged past a READ whose responses did not all
+                // arrive: ask for the rest again.
+                let from = if st.req.comp_psn.before(head.first_psn) {
+                    head.first_psn
+                } else {
+                    st.req.comp_psn
+                };
+                st.req.comp_psn = from;
+                set_position(st, from, mtu);
+            } else {
+                st.req.comp_psn = psn.next();
+                if st.req.psn.before(st.req.comp_psn) {
+                    set_position(st, st.req.comp_psn, mtu);
+                }
             }
             // Even without a retired WQE, the window moved.
             let _ = p;
@@ -605,6 +720,77 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if st.req.rnr_wait {
         return;
     }
+    if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
+        arm_retransmit(qp, st);
+    } else {
+        qp.cancel_timer(QpTimer::Retransmit);
+        st.req.timer_armed = false;
+    }
+    run_requester(qp, st, sq_sig_all);
+}
+
+/// Completer: a READ response packet arrived.
+fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
+    let psn = pkt.bth().psn;
+    if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
+        return;
+    }
+    let pmtu = path_mtu(st);
+    let mtu = pmtu.bytes();
+    if psn != st.req.comp_psn {
+        // A response was lost: ask again from the first missing one, once
+        // per gap.
+        if !st.req.read_gap {
+            st.req.read_gap = true;
+            qp.device().counters.inc(Counter::RcvdSeqErr);
+            let from = st.req.comp_psn;
+            set_position(st, from, mtu);
+            run_requester(qp, st, sq_sig_all);
+        }
+        return;
+    }
+    st.req.read_gap = false;
+    // Everything before the READ is implicitly acknowledged.
+    retire(qp, st, psn.sub(1));
+    let idx = st.sq.consumer();
+    let m = meta(st, idx);
+    if !sq_before(st, idx, st.req.started_end)
+        || !m.is_read
+        || psn.before(m.first_psn)
+        || psn.after(m.last_psn)
+    {
+        return;
+    }
+    let offset = m.first_psn.distance_to(psn).saturating_mul(mtu);
+    let expect = m.len.saturating_sub(offset).min(mtu);
+    let payload = pkt.payload();
+    if payload.len() != expect as usize {
+        return;
+    }
+    if st.snap_index != Some(idx) {
+        let State { sq, sq_snap, .. } = &mut *st;
+        if sq.read_slot(idx, sq_snap).is_err() {
+            return;
+        }
+        st.snap_index = Some(idx);
+    }
+    let Ok(w) = SendWqe::parse(&st.sq_snap) else {
+        return fail_head(qp, st, WcStatus::LocQpOpErr);
+    };
+    if let Err(e) = mem::scatter_send(qp.device(), qp.pd_id(), &st.sq_snap, w.num_sge, offset, payload)
+    {
+        let status = match e {
+            MemError::Length => WcStatus::LocLenErr,
+            _ => WcStatus::LocProtErr,
+        };
+        return fail_head(qp, st, status);
+    }
+    st.req.comp_psn = psn.next();
+    if psn == m.last_psn {
+        complete_head(qp, st, WcStatus::Success);
+        st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
+    }
+    st.req.retry_left = st.attr.retry_cnt();
     if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
         arm_retransmit(qp, st);
     } else {
@@ -736,6 +922,59 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
     to_error(qp, st);
 }
 
+/// Queues the READ responses for a request at `psn`, reading the memory
+/// `reth` names; returns the number of PSNs they take. The whole range is
+/// checked before anything is read.
+fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Result<u32, NakCode> {
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    if reth.dma_len > 0 {
+        mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteRead, reth.va, reth.dma_len)
+            .map_err(|_| NakCode::RemoteAccessError)?;
+    }
+    let pmtu = path_mtu(st);
+    let count = packet_count(reth.dma_len, pmtu);
+    let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
+    let dest_qpn = st.attr.dest_qp_num();
+    let Some(tx) = tx_ctx(qp, st) else {
+        return Ok(count);
+    };
+    for i in 0..count {
+        let Some(seg) = segment_at(reth.dma_len, pmtu, i) else {
+            break;
+        };
+        let Some(opcode) =
+            Opcode::for_message(Transport::Rc, MessageKind::RdmaReadResponse, seg.position)
+        else {
+            break;
+        };
+        let mut ext = ExtHeaders::default();
+        if !matches!(seg.position, Position::Middle) {
+            ext.aeth = Aeth::new(ack(), msn).ok();
+        }
+        let bth = Bth {
+            opcode,
+            pkey: DEFAULT_PKEY,
+            dest_qpn,
+            psn: psn.add(i),
+            ..Bth::default()
+        };
+        let va = reth.va.wrapping_add(u64::from(seg.offset));
+        let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
+            mem::read(dev, pd_id, reth.rkey, true, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
+        });
+        match built {
+            Ok(skb) => qp.txq.push_back(skb),
+            Err(_) => {
+                // The requester asks again after its timeout.
+                dev.counters.inc(Counter::SendErr);
+                break;
+            }
+        }
+    }
+    Ok(count)
+}
+
 /// Responder: a request packet arrived.
 pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let state = st.attr.qp_state();
@@ -752,9 +991,17 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     match psn.region(st.resp.epsn) {
         PsnRegion::Expected => st.resp.nak_sent = false,
         PsnRegion::Duplicate => {
+            counters.inc(Counter::DuplicateRequest);
+            if matches!(info.operation, Operation::RdmaReadRequest) {
+                // The responses were lost: read the memory again (a READ
+                // has no side effect to repeat).
+                if let Some(reth) = pkt.ext().reth {
+                    let _ = read_responses(qp, st, psn, &reth);
+                }
+                return;
+            }
             // SEND and WRITE are not executed twice: acknowledge what has
             // been received so far.
-            counters.inc(Counter::DuplicateRequest);
             let last = st.resp.epsn.sub(1);
             send_ack(qp, st, ack(), last);
             return;
@@ -891,8 +1138,24 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 }
             }
         }
+        Operation::RdmaReadRequest => {
+            let Some(reth) = pkt.ext().reth else {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            };
+            if qp_access & access::REMOTE_READ == 0 {
+                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+            }
+            match read_responses(qp, st, psn, &reth) {
+                Ok(count) => {
+                    st.resp.epsn = psn.add(count);
+                    st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+                }
+                Err(code) => resp_fail(qp, st, code, None, psn),
+            }
+            return;
+        }
         _ => {
-            // READ and atomics come with the next issue.
+            // Atomics come with the next issue.
             return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
         }
     }
