@@ -31,7 +31,12 @@ pair() {
 }
 
 for size in 1 1023 1024 1025 4096 65536; do
-	pair "rc-pingpong-s$size" 600 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s "$size" -n 200
+	# The C driver takes ~220 ms per 64 KiB round trip on the debug kernel,
+	# past ibv_rc_pingpong's 67 ms ACK timeout: it retransmits and, on a busy
+	# host, can stall.  It runs 50 round trips there; rrxe runs all 200.
+	n=200
+	[ "$DRIVER" = rxe ] && [ "$size" -ge 65536 ] && n=50
+	pair "rc-pingpong-s$size" 600 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s "$size" -n "$n"
 done
 pair rc-pingpong-events 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -e -s 4096 -n 200
 pair srq-pingpong 300 ibv_srq_pingpong -d "$IBDEV" -g "$GID" -s 4096 -n 200

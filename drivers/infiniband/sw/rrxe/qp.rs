@@ -79,6 +79,7 @@ use super::{
         Path,
         TxCtx, //
     },
+    ud,
     verbs::Rrxe, //
 };
 
@@ -599,13 +600,22 @@ impl RrxeQp {
         }
         if run {
             // WQEs posted before RTS go out now.
-            rc::run_requester(qp, &mut st, qp.sq_sig_all);
+            Self::run_send(qp, &mut st);
         }
         drop(st);
         if run {
             tx::send_queued(qp);
         }
         Ok(())
+    }
+
+    /// Runs the requester of the QP's service.
+    fn run_send(qp: &Qp<Rrxe>, st: &mut State) {
+        match qp.qp_type() {
+            qp_type::RC | qp_type::UC => rc::run_requester(qp, st, qp.sq_sig_all),
+            qp_type::UD | qp_type::GSI => ud::run_requester(qp, st, qp.sq_sig_all),
+            _ => {}
+        }
     }
 
     /// Claims the transmit queue for sending; `false` if another context
@@ -621,23 +631,27 @@ impl RrxeQp {
         self.txq.len() != 0
     }
 
-    /// A packet for this QP passed the receive checks. `src` is the
-    /// sender's address as a GID.
-    pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, src: &[u8; 16]) {
-        if qp.qp_type() != qp_type::RC {
-            // UC, UD and the GSI QP come with the next issue.
-            return;
-        }
+    /// A packet for this QP passed the receive checks. `ip` is its IP
+    /// header and `protocol` the EtherType.
+    pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, ip: &[u8], protocol: u16) {
+        let ty = qp.qp_type();
         {
             let mut st = qp.state.lock();
-            // RC packets come from the connected peer only.
-            if st.path.dgid != *src {
-                return;
-            }
-            if pkt.info().is_request() {
-                rc::on_request(qp, &mut st, pkt);
-            } else {
-                rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
+            match ty {
+                qp_type::RC | qp_type::UC => {
+                    // Connected services take packets from the peer only.
+                    match super::recv::src_gid(protocol, ip) {
+                        Some(src) if src == st.path.dgid => {}
+                        _ => return,
+                    }
+                    if pkt.info().is_request() {
+                        rc::on_request(qp, &mut st, pkt);
+                    } else {
+                        rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
+                    }
+                }
+                qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol),
+                _ => return,
             }
         }
         tx::send_queued(qp);
@@ -679,9 +693,7 @@ impl RrxeQp {
                     Self::flush(qp, &mut st);
                     return Ok(());
                 }
-                if qp.qp_type() == qp_type::RC {
-                    rc::run_requester(qp, &mut st, qp.sq_sig_all);
-                }
+                Self::run_send(qp, &mut st);
                 drop(st);
                 tx::send_queued(qp);
                 Ok(())

@@ -79,6 +79,7 @@ use crate::{
     rdma::{
         qp::{
             qp_state,
+            qp_type,
             Qp,
             QpTimer, //
         },
@@ -443,8 +444,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     let mtu = pmtu.bytes();
     let dev = qp.device();
     let pd_id = qp.pd_id();
+    // UC sends without acknowledges: no window, and a WQE completes once
+    // its last packet is queued.
+    let uc = qp.qp_type() == qp_type::UC;
+    let transport = if uc { Transport::Uc } else { Transport::Rc };
     loop {
-        if rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
+        if !uc && rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
             break;
         }
         let idx = st.req.next;
@@ -461,7 +466,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         let parsed = SendWqe::parse(&st.sq_snap)
             .ok()
             .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
-            .filter(|(w, _)| w.length <= MAX_MSG_SIZE);
+            .filter(|(w, (work, _))| w.length <= MAX_MSG_SIZE && !(uc && *work == Work::Read));
         let Some((w, (work, wc_opcode))) = parsed else {
             // A WQE rxe cannot execute completes in error once it is the oldest.
             if idx == st.sq.consumer() {
@@ -525,7 +530,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         let Some(seg) = segment_at(w.length, pmtu, index) else {
             break;
         };
-        let Some(opcode) = Opcode::for_message(Transport::Rc, kind, seg.position) else {
+        let Some(opcode) = Opcode::for_message(transport, kind, seg.position) else {
             break;
         };
         let last = matches!(seg.position, Position::Last | Position::Only);
@@ -535,7 +540,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             se: last && w.send_flags & wqe::IB_SEND_SOLICITED != 0,
             pkey: DEFAULT_PKEY,
             dest_qpn: st.attr.dest_qp_num(),
-            ack_req: rc::wants_ack(index, count),
+            ack_req: !uc && rc::wants_ack(index, count),
             psn: st.req.psn,
             ..Bth::default()
         };
@@ -608,7 +613,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         } else {
             st.req.offset += seg.len;
         }
-        if !st.req.timer_armed {
+        if uc {
+            if last {
+                complete_head(qp, st, WcStatus::Success);
+                st.req.comp_psn = st.req.psn;
+            }
+        } else if !st.req.timer_armed {
             arm_retransmit(qp, st);
         }
     }
@@ -975,6 +985,129 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
     Ok(count)
 }
 
+/// UC responder: drops the message in progress (a packet was lost or
+/// bad); its receive WQE, if any, stays for the next message.
+fn uc_drop(st: &mut State, psn: Psn) {
+    st.resp.op = InProgress::None;
+    if let Some(r) = &mut st.resp.recv {
+        r.offset = 0;
+    }
+    st.resp.epsn = psn.next();
+}
+
+/// UC responder (IBTA Vol 1 §9.8.3): no acknowledges; a lost or bad
+/// packet drops its message, never the QP.
+fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
+    let info = pkt.info();
+    if info.transport != Transport::Uc {
+        return;
+    }
+    let bth = pkt.bth();
+    let psn = bth.psn;
+    if psn != st.resp.epsn {
+        qp.device().counters.inc(Counter::OutOfSeqRequest);
+        st.resp.op = InProgress::None;
+        if let Some(r) = &mut st.resp.recv {
+            r.offset = 0;
+        }
+        if !info.position.is_first() {
+            return uc_drop(st, psn);
+        }
+    }
+    let Ok(next_op) = rc::check_op_sequence(st.resp.op, info) else {
+        return uc_drop(st, psn);
+    };
+    let mtu = path_mtu(st).bytes();
+    let payload = pkt.payload();
+    let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    if !rc::payload_len_ok(info.position, plen, mtu) {
+        return uc_drop(st, psn);
+    }
+    let first = info.position.is_first();
+    let last = info.position.is_last();
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let needs_recv = matches!(info.operation, Operation::Send) || info.has_immediate();
+    if needs_recv && st.resp.recv.is_none() {
+        match take_recv(qp, st) {
+            Some(Ok(r)) => st.resp.recv = Some(r),
+            _ => return uc_drop(st, psn),
+        }
+    }
+    match info.operation {
+        Operation::Send => {
+            let Some(r) = st.resp.recv else {
+                return uc_drop(st, psn);
+            };
+            if let Err(e) = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload) {
+                let status = match e {
+                    MemError::Length => WcStatus::LocLenErr,
+                    _ => WcStatus::LocProtErr,
+                };
+                let w = wc(qp, r.wr_id, status, WC_RECV, 0);
+                complete_recv(qp, st, w, false);
+                return uc_drop(st, psn);
+            }
+            let placed = r.offset + plen;
+            if let Some(rr) = &mut st.resp.recv {
+                rr.offset = placed;
+            }
+            if last {
+                let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, placed);
+                w.src_qp = st.attr.dest_qp_num();
+                if let Some(imm) = pkt.ext().immdt {
+                    w.ex = u32::from_ne_bytes(imm.imm_data);
+                    w.wc_flags |= WC_WITH_IMM;
+                }
+                complete_recv(qp, st, w, bth.se);
+            }
+        }
+        Operation::RdmaWrite => {
+            if st.attr.qp_access_flags() & access::REMOTE_WRITE == 0 {
+                return uc_drop(st, psn);
+            }
+            if first {
+                let Some(reth) = pkt.ext().reth else {
+                    return uc_drop(st, psn);
+                };
+                st.resp.write_va = reth.va;
+                st.resp.write_rkey = reth.rkey;
+                st.resp.write_resid = reth.dma_len;
+                st.resp.write_len = reth.dma_len;
+            }
+            if plen > st.resp.write_resid || (last && plen != st.resp.write_resid) {
+                return uc_drop(st, psn);
+            }
+            let (rkey, va) = (st.resp.write_rkey, st.resp.write_va);
+            if mem::write(dev, pd_id, rkey, true, Need::RemoteWrite, va, payload).is_err() {
+                return uc_drop(st, psn);
+            }
+            st.resp.write_va = va.wrapping_add(u64::from(plen));
+            st.resp.write_resid -= plen;
+            if last && info.has_immediate() {
+                if let Some(r) = st.resp.recv {
+                    let mut w = wc(
+                        qp,
+                        r.wr_id,
+                        WcStatus::Success,
+                        WC_RECV_RDMA_WITH_IMM,
+                        st.resp.write_len,
+                    );
+                    w.src_qp = st.attr.dest_qp_num();
+                    if let Some(imm) = pkt.ext().immdt {
+                        w.ex = u32::from_ne_bytes(imm.imm_data);
+                        w.wc_flags |= WC_WITH_IMM;
+                    }
+                    complete_recv(qp, st, w, bth.se);
+                }
+            }
+        }
+        _ => return uc_drop(st, psn),
+    }
+    st.resp.op = next_op;
+    st.resp.epsn = psn.next();
+}
+
 /// Responder: a request packet arrived.
 pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let state = st.attr.qp_state();
@@ -983,6 +1116,9 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
         qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
     ) {
         return;
+    }
+    if qp.qp_type() == qp_type::UC {
+        return on_uc_request(qp, st, pkt);
     }
     let info = pkt.info();
     let bth = pkt.bth();

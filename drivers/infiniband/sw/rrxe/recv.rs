@@ -122,14 +122,13 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     // CAST: lengths of one IP packet fit in a `u64`.
     dev.counters
         .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
-    let src = src_gid(skb.protocol(), ip).ok_or(Counter::RcvdDropOther)?;
-    RrxeQp::rcv(&qp, &pkt, &src);
+    RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
     Ok(())
 }
 
 /// The source address of the IP header `ip` as a GID (IPv4-mapped for
 /// IPv4).
-fn src_gid(protocol: u16, ip: &[u8]) -> Option<[u8; 16]> {
+pub(crate) fn src_gid(protocol: u16, ip: &[u8]) -> Option<[u8; 16]> {
     let mut gid = [0u8; 16];
     match protocol {
         ETH_P_IP => {
