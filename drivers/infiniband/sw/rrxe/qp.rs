@@ -618,7 +618,7 @@ impl RrxeQp {
     /// and the caller should try again.
     pub(crate) fn stop_sending(&self) -> bool {
         self.sending.xchg(false, Full);
-        self.txq.len() != 0
+        !self.txq.is_empty()
     }
 
     /// A packet for this QP passed the receive checks. `src` is the

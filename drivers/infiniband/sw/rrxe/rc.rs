@@ -453,7 +453,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 dma_len: w.length,
             });
         }
-        if last && matches!(kind, MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm) {
+        if last
+            && matches!(
+                kind,
+                MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm
+            )
+        {
             ext.immdt = Some(ImmDt {
                 imm_data: w.imm_data.to_ne_bytes(),
             });
