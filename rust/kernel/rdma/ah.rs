@@ -67,6 +67,16 @@ pub enum NetworkType {
 }
 
 impl NetworkType {
+    /// The `enum rdma_network_type` value.
+    pub(crate) fn as_raw(self) -> bindings::rdma_network_type {
+        match self {
+            Self::Ib => bindings::rdma_network_type_RDMA_NETWORK_IB,
+            Self::RoceV1 => bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1,
+            Self::Ipv4 => bindings::rdma_network_type_RDMA_NETWORK_IPV4,
+            Self::Ipv6 => bindings::rdma_network_type_RDMA_NETWORK_IPV6,
+        }
+    }
+
     fn from_raw(t: bindings::rdma_network_type) -> Option<Self> {
         match t {
             bindings::rdma_network_type_RDMA_NETWORK_IB => Some(Self::Ib),

@@ -327,6 +327,8 @@ fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
         wc_flags: 0,
         pkey_index: 0,
         port_num: 0,
+        network_hdr_type: None,
+        vlan_id: None,
         qp: if qp.is_user() { 0 } else { qp.wc_qp() },
     }
 }

@@ -259,6 +259,8 @@ fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -
         wc_flags: 0,
         pkey_index: 0,
         port_num: 1,
+        network_hdr_type: None,
+        vlan_id: None,
         qp: if qp.is_user() { 0 } else { qp.wc_qp() },
     }
 }
