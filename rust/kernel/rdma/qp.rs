@@ -265,9 +265,9 @@ impl QpAttr {
     }
 
     /// The GRH of the primary path: destination GID, source GID index, flow
-    /// label, traffic class and hop limit.
+    /// label, traffic class and hop limit; and the destination MAC.
     pub fn av(&self) -> Av {
-        Av::from_grh(&self.0.ah_attr.grh)
+        Av::from_ah_attr(&self.0.ah_attr)
     }
 
     /// `cap`.

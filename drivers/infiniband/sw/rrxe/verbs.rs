@@ -294,7 +294,7 @@ impl Driver for Rrxe {
         dev: &Device<Self>,
         attr: AhAttr,
         udata: Option<&Udata>,
-    ) -> Result<impl PinInit<RrxeAh, Error>> {
+    ) -> Result<(impl PinInit<RrxeAh, Error>, u32)> {
         RrxeAh::create(dev, attr, udata)
     }
 
