@@ -266,10 +266,15 @@ pub trait Driver: Sized + 'static {
 
     /// Posts a send WR of a kernel consumer, or rings the doorbell of a user
     /// QP (`None`).
-    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr>) -> Result;
+    ///
+    /// A [`SendWr`] is only ever given for kernel QPs: a work request list
+    /// that reaches a user QP (through the uverbs `POST_SEND` command) is
+    /// treated as its doorbell, as the C driver does.
+    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr<'_, Self>>) -> Result;
 
-    /// Posts a receive WR of a kernel consumer.
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result;
+    /// Posts a receive WR (of a kernel consumer, or of the uverbs
+    /// `POST_RECV` command for a user QP).
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
 
     /// Creates the state of a new basic SRQ; updates `attr` to what it
     /// allocated.

@@ -124,6 +124,15 @@ unsafe impl<T: Driver> Send for Mr<T> {}
 unsafe impl<T: Driver> Sync for Mr<T> {}
 
 impl<T: Driver> Mr<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib` of a live `Mr<T>`, valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_mr) -> &'a Self {
+        // CAST: `ib` is the first field.
+        // SAFETY: By the safety requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// Returns the device of the region.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: `device` is set at creation; the device outlives its MRs.

@@ -363,7 +363,7 @@ const MAX_MSG_SIZE: u32 = 1 << 31;
 
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait || !st.sq.is_user() {
+    if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait {
         return;
     }
     let pmtu = path_mtu(st);
