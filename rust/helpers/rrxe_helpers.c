@@ -702,6 +702,33 @@ void rrxe_helper_xa_erase_entry_irq(struct xarray *xa, unsigned long index,
 	xa_cmpxchg_irq(xa, index, entry, NULL, GFP_KERNEL);
 }
 
+/*
+ * The same two for callers that may not sleep (address handles are created
+ * and destroyed in atomic context): the lock with interrupts saved, and no
+ * allocation that sleeps.
+ */
+int rrxe_helper_xa_insert_atomic(struct xarray *xa, unsigned long index,
+				 void *entry)
+{
+	unsigned long flags;
+	int ret;
+
+	xa_lock_irqsave(xa, flags);
+	ret = __xa_insert(xa, index, entry, GFP_ATOMIC);
+	xa_unlock_irqrestore(xa, flags);
+	return ret;
+}
+
+void rrxe_helper_xa_erase_entry_atomic(struct xarray *xa, unsigned long index,
+				       void *entry)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(xa, flags);
+	__xa_cmpxchg(xa, index, entry, NULL, GFP_ATOMIC);
+	xa_unlock_irqrestore(xa, flags);
+}
+
 unsigned long rrxe_helper_xa_lock_irqsave(struct xarray *xa)
 {
 	unsigned long flags;

@@ -11,13 +11,21 @@ use crate::{
             Device,
             Driver, //
         },
+        table::{
+            Liveness,
+            Published, //
+        },
         udata::Udata, //
     },
 };
-use core::ops::Deref;
+use core::{
+    ops::Deref,
+    ptr::NonNull, //
+};
 use kernel::{
     error::from_result,
     prelude::*,
+    sync::aref::AlwaysRefCounted,
     types::Opaque, //
 };
 
@@ -37,10 +45,21 @@ pub struct Av {
     pub traffic_class: u8,
     /// Hop limit (IPv6 hop limit, IPv4 TTL).
     pub hop_limit: u8,
+    /// Destination MAC address, when the RDMA core resolved one (RoCE
+    /// address vectors: `rdma_ah_attr.roce.dmac`, filled by
+    /// `ib_resolve_eth_dmac`).
+    pub dmac: Option<[u8; 6]>,
 }
 
 impl Av {
-    pub(crate) fn from_grh(g: &bindings::ib_global_route) -> Self {
+    /// The GRH fields of `a`, and its destination MAC if it is a RoCE
+    /// address vector.
+    pub(crate) fn from_ah_attr(a: &bindings::rdma_ah_attr) -> Self {
+        let g = &a.grh;
+        let dmac = (a.type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE)
+            // SAFETY: `roce` is the member the type selects; every bit pattern is a valid
+            // `[u8; 6]`.
+            .then(|| unsafe { a.__bindgen_anon_1.roce.as_ref().dmac });
         Self {
             // SAFETY: Every bit pattern is a valid `[u8; 16]`, and `raw` covers the union.
             dgid: unsafe { *g.dgid.raw.as_ref() },
@@ -48,6 +67,7 @@ impl Av {
             flow_label: g.flow_label,
             traffic_class: g.traffic_class,
             hop_limit: g.hop_limit,
+            dmac,
         }
     }
 }
@@ -67,6 +87,16 @@ pub enum NetworkType {
 }
 
 impl NetworkType {
+    /// The `enum rdma_network_type` value.
+    pub(crate) fn as_raw(self) -> bindings::rdma_network_type {
+        match self {
+            Self::Ib => bindings::rdma_network_type_RDMA_NETWORK_IB,
+            Self::RoceV1 => bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1,
+            Self::Ipv4 => bindings::rdma_network_type_RDMA_NETWORK_IPV4,
+            Self::Ipv6 => bindings::rdma_network_type_RDMA_NETWORK_IPV6,
+        }
+    }
+
     fn from_raw(t: bindings::rdma_network_type) -> Option<Self> {
         match t {
             bindings::rdma_network_type_RDMA_NETWORK_IB => Some(Self::Ib),
@@ -128,22 +158,31 @@ impl AhAttr {
         self.0.grh.sgid_index
     }
 
-    /// The global route header fields.
+    /// The global route header fields and the destination MAC.
     pub fn av(&self) -> Av {
-        Av::from_grh(&self.0.grh)
+        Av::from_ah_attr(&self.0)
     }
 }
 
 /// An address handle of a device of driver `T`, with the driver's state in
 /// place.
 ///
+/// Every address handle is published by its number (the one
+/// [`Driver::create_ah`] returns, which rxe's user ABI calls `ah_num`) from
+/// creation to destruction, for [`Device::lookup_ah`]: user and kernel UD
+/// work requests name their address handle by that number.
+///
 /// # Invariants
 ///
-/// `ib` is at offset 0 and valid; `data` is initialised while a reference
-/// to `Self` exists.
+/// - `ib` is at offset 0 and valid; `live`, `num` and `data` are
+///   initialised while a reference to `Self` exists.
+/// - The memory is not freed before the count of `live` reached zero.
 #[repr(C)]
 pub struct Ah<T: Driver> {
     ib: Opaque<bindings::ib_ah>,
+    live: Liveness,
+    /// The number the handle is published under.
+    num: u32,
     data: T::AhData,
 }
 
@@ -151,6 +190,10 @@ pub struct Ah<T: Driver> {
 unsafe impl<T: Driver> Send for Ah<T> {}
 // SAFETY: The data is `Sync`.
 unsafe impl<T: Driver> Sync for Ah<T> {}
+
+/// How long a destruction that may not sleep waits for the references
+/// others hold, in milliseconds (as the C driver's `RXE_POOL_TIMEOUT`).
+const ATOMIC_DESTROY_WAIT_MS: u32 = 200;
 
 impl<T: Driver> Ah<T> {
     /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
@@ -160,10 +203,38 @@ impl<T: Driver> Ah<T> {
         core::mem::size_of::<Self>()
     };
 
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib_ah` of a live `Ah<T>` with initialised data,
+    /// valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_ah) -> &'a Self {
+        // CAST: `ib` is the first field.
+        // SAFETY: By the safety requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// The device.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: By the type invariant.
         unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// The number the handle is published under (rxe's `ah_num`).
+    pub fn num(&self) -> u32 {
+        self.num
+    }
+
+    /// Whether the handle belongs to user space.
+    pub fn is_user(&self) -> bool {
+        // SAFETY: Set by the RDMA core before `create_ah`; constant afterwards.
+        unsafe { !(*self.ib.get()).uobject.is_null() }
+    }
+
+    /// Identity of the PD, to compare with a QP's
+    /// ([`crate::rdma::qp::Qp::pd_id`]).
+    pub fn pd_id(&self) -> usize {
+        // SAFETY: Set by the RDMA core before `create_ah`; constant afterwards.
+        unsafe { (*self.ib.get()).pd as usize }
     }
 
     /// `create_ah` / `create_user_ah` callback.
@@ -180,15 +251,46 @@ impl<T: Driver> Ah<T> {
             // SAFETY: Valid for the call, with a valid `ah_attr` whose `sgid_attr` the core holds
             // (or NULL) for the call.
             let attr = unsafe { AhAttr::from_raw(&*(*init).ah_attr) };
+            // SAFETY: `init` is valid for the call.
+            let flags = unsafe { (*init).flags };
+            let sleepable = flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
             // SAFETY: `device` is set by the core.
             let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
             // SAFETY: `udata` is NULL or valid for the call.
             let udata = unsafe { Udata::from_raw(udata) };
-            let dinit = T::create_ah(dev, attr, udata)?;
+            let (dinit, num) = T::create_ah(dev, attr, udata)?;
             // CAST: `ib` is the first field.
             let this = ptr.cast::<Self>();
+            // SAFETY: `live` and `num` are zeroed memory inside the allocation, which does not
+            // move until `ib_core` frees it; the count is only waited on at destruction.
+            unsafe {
+                let Ok(()) = Liveness::new().__pinned_init(&raw mut (*this).live);
+                (&raw mut (*this).num).write(num);
+            }
             // SAFETY: Uninitialised memory in the allocation; on error the core frees it.
             unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
+            // SAFETY: The AH holds its initial reference; `destroy_callback` removes it before
+            // dropping that reference, and `ib_core` frees the memory only after that. The
+            // allocation mode follows the caller's context.
+            let published = unsafe {
+                if sleepable {
+                    dev.ahs.insert(num, this)
+                } else {
+                    dev.ahs.insert_atomic(num, this)
+                }
+            };
+            if let Err(e) = published {
+                // Number taken (a driver bug) or no memory: undo as a destroy.
+                // SAFETY: Fully initialised above.
+                let ah = unsafe { &*this };
+                if T::destroy_ah(ah).is_err() {
+                    pr_warn!("rdma: destroying an unpublished AH {} failed\n", num);
+                }
+                // SAFETY: Not published, so we hold the only reference; dropped only here,
+                // and `ib_core` frees the memory without another callback.
+                unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+                return Err(e);
+            }
             Ok(0)
         })
     }
@@ -203,9 +305,8 @@ impl<T: Driver> Ah<T> {
         out: *mut bindings::rdma_ah_attr,
     ) -> c_int {
         from_result(|| {
-            // CAST: `ib` is the first field.
             // SAFETY: By the safety requirements.
-            let ah = unsafe { &*ptr.cast::<Self>() };
+            let ah = unsafe { Self::from_raw(ptr) };
             let a = T::query_ah(ah);
             // SAFETY: `out` is valid for writes; the copy is plain data.
             unsafe { core::ptr::write(out, core::ptr::read(&a.0)) };
@@ -213,24 +314,92 @@ impl<T: Driver> Ah<T> {
         })
     }
 
+    /// Waits, without sleeping, until the count of `live` reached zero;
+    /// `false` after [`ATOMIC_DESTROY_WAIT_MS`].
+    fn spin_until_unused(&self) -> bool {
+        for _ in 0..ATOMIC_DESTROY_WAIT_MS {
+            if self.live.is_done() {
+                return true;
+            }
+            // SAFETY: FFI call without preconditions; busy-waits 1 ms.
+            unsafe { bindings::__udelay(1000) };
+        }
+        self.live.is_done()
+    }
+
     /// `destroy_ah` callback.
+    ///
+    /// Called in atomic context when `flags` lacks
+    /// `RDMA_DESTROY_AH_SLEEPABLE` (the connection manager destroys its
+    /// AHs under a lock). References taken by [`Device::lookup_ah`] are
+    /// then waited for by busy-waiting, at most [`ATOMIC_DESTROY_WAIT_MS`];
+    /// past that the AH is leaked (`ETIMEDOUT`: the RDMA core then keeps
+    /// the memory), as the C driver does.
     ///
     /// # Safety
     ///
     /// Called by `ib_core` once for an AH whose creation succeeded.
     pub(crate) unsafe extern "C" fn destroy_callback(
         ptr: *mut bindings::ib_ah,
-        _flags: u32,
+        flags: u32,
     ) -> c_int {
         from_result(|| {
             // CAST: `ib` is the first field.
             let this = ptr.cast::<Self>();
             // SAFETY: Valid by the safety requirements.
-            T::destroy_ah(unsafe { &*this })?;
-            // SAFETY: Dropped only here.
+            let ah = unsafe { &*this };
+            let sleepable = flags & bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
+            // Order: no new lookups, then the driver (which may refuse), then wait for the
+            // references held elsewhere, then drop the state.
+            ah.device().ahs.remove_atomic(ah.num, this);
+            if let Err(e) = T::destroy_ah(ah) {
+                // SAFETY: The AH still holds its initial reference and is removed again before
+                // it is dropped.
+                if unsafe { ah.device().ahs.insert_atomic(ah.num, this) }.is_err() {
+                    pr_warn!(
+                        "rdma: AH {} stays unreachable after a failed destroy\n",
+                        ah.num
+                    );
+                }
+                return Err(e);
+            }
+            if sleepable {
+                // SAFETY: We own the initial reference; the AH is valid for the call.
+                unsafe { ah.live.put_initial_and_wait() };
+            } else {
+                // SAFETY: We own the initial reference; the completion is only waited on below.
+                unsafe { Liveness::put(&raw const ah.live) };
+                if !ah.spin_until_unused() {
+                    // Someone still uses it: keep the memory (the core does not free it when
+                    // we fail) rather than free it under them.
+                    pr_warn!("rdma: AH {} still in use, leaked\n", ah.num);
+                    return Err(ETIMEDOUT);
+                }
+            }
+            // SAFETY: No reference is left; dropped only here.
             unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
             Ok(0)
         })
+    }
+}
+
+// SAFETY: References are counted in `live`; the memory is freed only after `destroy_callback`
+// saw the count reach zero.
+unsafe impl<T: Driver> AlwaysRefCounted for Ah<T> {
+    fn inc_ref(&self) {
+        self.live.get();
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller owns a reference, so the AH is valid; it is not touched afterwards.
+        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
+    }
+}
+
+// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
+unsafe impl<T: Driver> Published for Ah<T> {
+    fn liveness(&self) -> &Liveness {
+        &self.live
     }
 }
 

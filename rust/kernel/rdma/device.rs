@@ -266,10 +266,15 @@ pub trait Driver: Sized + 'static {
 
     /// Posts a send WR of a kernel consumer, or rings the doorbell of a user
     /// QP (`None`).
-    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr>) -> Result;
+    ///
+    /// A [`SendWr`] is only ever given for kernel QPs: a work request list
+    /// that reaches a user QP (through the uverbs `POST_SEND` command) is
+    /// treated as its doorbell, as the C driver does.
+    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr<'_, Self>>) -> Result;
 
-    /// Posts a receive WR of a kernel consumer.
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result;
+    /// Posts a receive WR (of a kernel consumer, or of the uverbs
+    /// `POST_RECV` command for a user QP).
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
 
     /// Creates the state of a new basic SRQ; updates `attr` to what it
     /// allocated.
@@ -288,18 +293,26 @@ pub trait Driver: Sized + 'static {
     /// Checks that `srq` may be destroyed; its state is dropped afterwards.
     fn destroy_srq(srq: &Srq<Self>) -> Result;
 
-    /// Creates the state of a new address handle.
+    /// Creates the state of a new address handle and returns it with the
+    /// handle's number, under which [`Device::lookup_ah`] finds it.
+    ///
+    /// May be called in atomic context (kernel callers without
+    /// `RDMA_CREATE_AH_SLEEPABLE`): must not sleep.
     fn create_ah(
         dev: &Device<Self>,
         attr: AhAttr,
         udata: Option<&Udata>,
-    ) -> Result<impl PinInit<Self::AhData, Error>>;
+    ) -> Result<(impl PinInit<Self::AhData, Error>, u32)>;
 
     /// Reports the address vector.
     fn query_ah(ah: &Ah<Self>) -> AhAttr;
 
-    /// Releases what the address handle holds; its state is dropped
-    /// afterwards.
+    /// Releases what the address handle holds (its number); its state is
+    /// dropped afterwards.
+    ///
+    /// Called after the handle was unpublished ([`Device::lookup_ah`] no
+    /// longer finds it), before waiting for the references others hold.
+    /// May be called in atomic context: must not sleep.
     fn destroy_ah(ah: &Ah<Self>) -> Result;
 
     /// Returns the descriptions of the hardware counters of port `port`.
@@ -323,7 +336,7 @@ pub trait Driver: Sized + 'static {
 ///
 /// - `ib` is at offset 0 and is a valid `struct ib_device` allocated by
 ///   `_ib_alloc_device` with `size_of::<Self>()` bytes.
-/// - `qps` and `mrs` are initialised before the ops are installed and
+/// - `qps`, `mrs` and `ahs` are initialised before the ops are installed and
 ///   destroyed in `dealloc_driver`, after the data.
 /// - `data` is initialised for as long as a reference to `Self` exists; it is
 ///   dropped in `dealloc_driver`, which the RDMA core calls last.
@@ -334,6 +347,8 @@ pub struct Device<T: Driver> {
     pub(crate) qps: Table<Qp<T>>,
     /// Published memory regions by key index (`lkey >> 8`).
     pub(crate) mrs: Table<Mr<T>>,
+    /// Published address handles by AH number.
+    pub(crate) ahs: Table<Ah<T>>,
     data: T::Data,
 }
 
@@ -424,6 +439,17 @@ impl<T: Driver> Device<T> {
     /// Any context.
     pub fn lookup_mr(&self, index: u32) -> Option<ARef<Mr<T>>> {
         self.mrs.get(index)
+    }
+
+    /// The address handle numbered `ah_num` (the number
+    /// [`Driver::create_ah`] returned, which user and kernel UD WQEs carry)
+    /// with a reference, unless there is none or its destruction has begun.
+    /// Any context.
+    ///
+    /// The reference must not be held across sleeping: destruction in
+    /// atomic context busy-waits for it.
+    pub fn lookup_ah(&self, ah_num: u32) -> Option<ARef<Ah<T>>> {
+        self.ahs.get(ah_num)
     }
 
     /// The GID at `index` of port `port` in the RDMA core's GID table
@@ -529,6 +555,8 @@ impl<T: Driver> UnregisteredDevice<T> {
         let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).qps) };
         // SAFETY: As above.
         let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).mrs) };
+        // SAFETY: As above.
+        let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).ahs) };
 
         // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
         // until it is freed.
@@ -972,11 +1000,12 @@ impl<T: Driver> OpsTable<T> {
         // SAFETY: By the callback contract of `OpsTable`; this is the last op, called once, and
         // nothing reads the data afterwards.
         unsafe { ptr::drop_in_place(&raw mut (*dev).data) };
-        // SAFETY: Every QP and MR was destroyed before (the RDMA core destroys all objects
+        // SAFETY: Every QP, MR and AH was destroyed before (the RDMA core destroys all objects
         // before `dealloc_driver`), so the tables are empty and unused.
         unsafe {
             (*dev).qps.destroy();
             (*dev).mrs.destroy();
+            (*dev).ahs.destroy();
         }
     }
 

@@ -101,7 +101,8 @@ pub struct ReregArgs {
 ///
 /// `ib` is at offset 0; `self` was allocated by [`KBox`] in one of the
 /// create callbacks and is freed in `dereg_callback`, after the count of
-/// `live` reached zero.
+/// `live` reached zero. `dma` is true only for regions made by
+/// `get_dma_callback`, which only the RDMA core calls, for kernel PDs.
 #[repr(C)]
 #[pin_data]
 pub struct Mr<T: Driver> {
@@ -110,6 +111,9 @@ pub struct Mr<T: Driver> {
     live: Liveness,
     /// The index part of the keys, under which the region is published.
     index: u32,
+    /// Made by `get_dma_mr`: the region of a kernel PD that covers all of
+    /// kernel memory, addressed by kernel virtual address.
+    dma: bool,
     #[pin]
     data: T::MrData,
 }
@@ -120,6 +124,15 @@ unsafe impl<T: Driver> Send for Mr<T> {}
 unsafe impl<T: Driver> Sync for Mr<T> {}
 
 impl<T: Driver> Mr<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib` of a live `Mr<T>`, valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_mr) -> &'a Self {
+        // CAST: `ib` is the first field.
+        // SAFETY: By the safety requirements.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// Returns the device of the region.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: `device` is set at creation; the device outlives its MRs.
@@ -162,12 +175,78 @@ impl<T: Driver> Mr<T> {
         self.index
     }
 
+    /// Whether the region is a kernel DMA MR: made by `get_dma_mr` (for a
+    /// kernel PD, e.g. its `local_dma_lkey`) and not owned by user space.
+    pub fn is_kernel_dma(&self) -> bool {
+        if !self.dma {
+            return false;
+        }
+        let ib = self.ib.get();
+        // SAFETY: The region is valid. Its PD is set at creation, outlives it (the core holds a
+        // use count) and never changes for DMA regions (they cannot be re-registered); a PD's
+        // `uobject` is constant. The region's `uobject` is written by the RDMA core right
+        // after `get_dma_mr` (NULL) and not changed afterwards; DMA regions are never in a
+        // QP's MR pool, so the union holds `uobject`.
+        unsafe {
+            (*(*ib).pd).uobject.is_null() && (*(*ib).__bindgen_anon_1.uobject.as_ref()).is_null()
+        }
+    }
+
+    /// The kernel memory `[addr, addr + len)` that a kernel DMA MR names:
+    /// `EINVAL` for other regions, a NULL address or a range that wraps.
+    fn kernel_range(&self, addr: u64, len: usize) -> Result<*mut u8> {
+        if !self.is_kernel_dma() || addr == 0 {
+            return Err(EINVAL);
+        }
+        // CAST: lossless, `usize` is 64 bits where rxe-like devices exist (`CONFIG_64BIT`).
+        addr.checked_add(len as u64).ok_or(EINVAL)?;
+        // CAST: with virtual DMA (the device has no DMA device, `ib_uses_virt_dma`), a DMA
+        // address is the kernel virtual address (`ib_virt_dma_to_ptr`).
+        Ok(addr as usize as *mut u8)
+    }
+
+    /// Copies `src` to kernel memory at `addr` through a kernel DMA MR.
+    ///
+    /// Kernel consumers address a DMA MR (their PD's `local_dma_lkey`)
+    /// with DMA addresses, which for a device without a DMA device are
+    /// kernel virtual addresses. `EINVAL` unless [`Mr::is_kernel_dma`].
+    ///
+    /// The memory is the consumer's: by posting a work request that names
+    /// it, the consumer vouches that it is mapped, writable and reserved
+    /// for the device until the work request completes, exactly as it
+    /// would for a DMA-capable adapter writing it.
+    pub fn kernel_copy_to(&self, addr: u64, src: &[u8]) -> Result {
+        if src.is_empty() {
+            return Ok(());
+        }
+        let dst = self.kernel_range(addr, src.len())?;
+        // SAFETY: A kernel DMA MR, so the address comes from a kernel consumer's work request,
+        // and the consumer guarantees `src.len()` writable bytes there that nothing else
+        // accesses until the work request completes (see above); `src` is a distinct buffer.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        Ok(())
+    }
+
+    /// Copies kernel memory at `addr` into `dst` through a kernel DMA MR;
+    /// the contract of [`Mr::kernel_copy_to`], with readable memory.
+    pub fn kernel_copy_from(&self, addr: u64, dst: &mut [u8]) -> Result {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let src = self.kernel_range(addr, dst.len())?;
+        // SAFETY: As in `kernel_copy_to`: the consumer guarantees `dst.len()` readable bytes at
+        // the address until the work request completes; `dst` is a distinct buffer.
+        unsafe { core::ptr::copy_nonoverlapping(src.cast_const(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
     /// Allocates a region with the driver's state `init` and `keys`, and
     /// publishes it by key index.
     fn create(
         pd: *mut bindings::ib_pd,
         init: impl PinInit<T::MrData, Error>,
         keys: MrKeys,
+        dma: bool,
     ) -> Result<*mut bindings::ib_mr> {
         let index = keys.lkey >> 8;
         let b = KBox::pin_init(
@@ -175,6 +254,7 @@ impl<T: Driver> Mr<T> {
                 ib: Opaque::zeroed(),
                 live <- Liveness::new(),
                 index,
+                dma,
                 data <- init,
             }),
             GFP_KERNEL,
@@ -222,7 +302,8 @@ impl<T: Driver> Mr<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: By the safety requirements.
         let p = unsafe { Pd::<T>::from_raw(pd) };
-        match T::get_dma_mr(p, access).and_then(|(init, keys)| Self::create(pd, init, keys)) {
+        // INVARIANT: `get_dma_mr` is only called by `__ib_alloc_pd`, for kernel PDs.
+        match T::get_dma_mr(p, access).and_then(|(init, keys)| Self::create(pd, init, keys, true)) {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
         }
@@ -255,7 +336,8 @@ impl<T: Driver> Mr<T> {
             iova,
             access,
         };
-        match T::reg_user_mr(p, &args, udata).and_then(|(init, keys)| Self::create(pd, init, keys))
+        match T::reg_user_mr(p, &args, udata)
+            .and_then(|(init, keys)| Self::create(pd, init, keys, false))
         {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Objects published by number for lookups from any context: QPs by QPN,
-//! memory regions by the index part of their keys.
+//! memory regions by the index part of their keys, address handles by
+//! their AH number.
 //!
 //! The receive path finds the object a packet addresses in softirq, with a
 //! counted reference ([`ARef`]), while `destroy_qp` or `dereg_mr` may run on
@@ -114,6 +115,13 @@ impl Liveness {
         }
     }
 
+    /// Whether the count reached zero (the completion is signalled). Any
+    /// context.
+    pub(crate) fn is_done(&self) -> bool {
+        // SAFETY: `gone` is initialised by the type invariant.
+        unsafe { bindings::completion_done(self.gone.get()) }
+    }
+
     /// Drops the reference the object was published with and waits until
     /// every other reference is gone. Sleeps.
     ///
@@ -203,6 +211,27 @@ impl<O: Published> Table<O> {
         to_result(unsafe {
             bindings::xa_insert_irq(self.raw(), slot(index), obj.cast_mut().cast())
         })
+    }
+
+    /// As [`Table::insert`], from any context: the allocation does not
+    /// sleep (and fails sooner).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Table::insert`].
+    pub(crate) unsafe fn insert_atomic(&self, index: u32, obj: *const O) -> Result {
+        // INVARIANT: `obj` satisfies the invariant by the safety requirements.
+        // SAFETY: `xa` is initialised; the helper saves the interrupt state and does not sleep.
+        to_result(unsafe {
+            bindings::xa_insert_atomic(self.raw(), slot(index), obj.cast_mut().cast())
+        })
+    }
+
+    /// As [`Table::remove`], from any context.
+    pub(crate) fn remove_atomic(&self, index: u32, obj: *const O) {
+        // SAFETY: `xa` is initialised; the entry is only erased if it is `obj`; the helper saves
+        // the interrupt state and does not sleep.
+        unsafe { bindings::xa_erase_entry_atomic(self.raw(), slot(index), obj.cast_mut().cast()) };
     }
 
     /// Unpublishes `obj` from number `index`, if it is published there. No

@@ -6,7 +6,18 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/uapi/rdma/ib_user_verbs.h`](srctree/include/uapi/rdma/ib_user_verbs.h)
 
-use crate::bindings;
+use crate::{
+    bindings,
+    rdma::ah::NetworkType, //
+};
+
+/// `IB_WC_GRH`: the receive buffer starts with the 40-byte GRH (on RoCEv2,
+/// the IP header of the packet as a pseudo GRH).
+pub const WC_GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
+/// `IB_WC_WITH_IMM`.
+pub const WC_WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
+/// `IB_WC_WITH_INVALIDATE`.
+pub const WC_WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
 
 /// Size of `struct ib_uverbs_wc`.
 pub const UVERBS_WC_SIZE: usize = 48;
@@ -61,12 +72,23 @@ pub struct Wc {
     pub qp_num: u32,
     /// Remote QP number (UD).
     pub src_qp: u32,
-    /// `IB_WC_*` flags.
+    /// `IB_WC_*` flags common to both layouts ([`WC_GRH`], [`WC_WITH_IMM`],
+    /// [`WC_WITH_INVALIDATE`]); the kernel-only ones follow from the fields
+    /// below.
     pub wc_flags: u32,
     /// P_Key index.
     pub pkey_index: u16,
     /// Port number.
     pub port_num: u8,
+    /// Kernel completions of UD receives: how the GRH in the buffer is to
+    /// be read (`network_hdr_type`, with `IB_WC_WITH_NETWORK_HDR_TYPE`):
+    /// [`NetworkType::Ipv4`] or [`NetworkType::Ipv6`] on RoCEv2, as
+    /// `ib_init_ah_attr_from_wc` needs to answer. Not in user completions.
+    pub network_hdr_type: Option<NetworkType>,
+    /// Kernel completions of receives through a VLAN device: its VLAN id
+    /// (`vlan_id`, with `IB_WC_WITH_VLAN`), as the C driver reports it. Not
+    /// in user completions.
+    pub vlan_id: Option<u16>,
     /// The kernel QP (`struct ib_qp *`, as an address); 0 for user QPs.
     pub(crate) qp: usize,
 }
@@ -98,7 +120,17 @@ impl Wc {
         wc.byte_len = self.byte_len;
         wc.ex.bindgen_union_field = self.ex;
         wc.src_qp = self.src_qp;
-        wc.wc_flags = i32::try_from(self.wc_flags).unwrap_or(0);
+        let mut flags = self.wc_flags;
+        if let Some(t) = self.network_hdr_type {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
+            // CAST: `enum rdma_network_type` values are below 4.
+            wc.network_hdr_type = t.as_raw() as u8;
+        }
+        if let Some(vlan) = self.vlan_id {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_VLAN;
+            wc.vlan_id = vlan;
+        }
+        wc.wc_flags = i32::try_from(flags).unwrap_or(0);
         wc.pkey_index = self.pkey_index;
         wc.port_num = self.port_num.into();
         wc.qp = self.qp as *mut bindings::ib_qp;

@@ -3,12 +3,15 @@
 #![forbid(unsafe_code)]
 
 //! Address handles. User space gets an `ah_num` (1..32767) that its UD
-//! WQEs carry instead of a full address vector.
+//! WQEs carry instead of a full address vector; kernel UD work requests
+//! are encoded with the same number, and the transport finds the handle
+//! by it ([`crate::rdma::device::Device::lookup_ah`]) for both.
 
 use crate::rdma::{
     ah::{
         Ah,
         AhAttr,
+        Av,
         NetworkType, //
     },
     device::Device,
@@ -46,12 +49,13 @@ fn check_attr(attr: &AhAttr) -> Result {
 }
 
 impl RrxeAh {
-    /// Creates an address handle (`rxe_create_ah`).
+    /// Creates an address handle (`rxe_create_ah`) and returns it with its
+    /// number. Does not sleep (kernel callers may hold locks).
     pub(crate) fn create(
         dev: &Device<Rrxe>,
         attr: AhAttr,
         udata: Option<&Udata>,
-    ) -> Result<impl PinInit<Self, Error>> {
+    ) -> Result<(impl PinInit<Self, Error>, u32)> {
         check_attr(&attr)?;
         let ah_num = dev.ah_pool.alloc()?;
         if let Some(udata) = udata {
@@ -65,7 +69,20 @@ impl RrxeAh {
                 }
             }
         }
-        Ok(try_init!(Self { attr, ah_num }))
+        Ok((try_init!(Self { attr, ah_num }), ah_num))
+    }
+
+    /// The address vector: destination GID, source GID index, flow label,
+    /// traffic class, hop limit and destination MAC.
+    pub(crate) fn av(&self) -> Av {
+        self.attr.av()
+    }
+
+    /// Network type of the source GID (RoCEv2 over IPv4 or IPv6; checked at
+    /// creation).
+    #[expect(dead_code, reason = "the UD transport comes with the next issue")]
+    pub(crate) fn network_type(&self) -> Option<NetworkType> {
+        self.attr.network_type()
     }
 
     /// Frees the AH number.

@@ -10,6 +10,12 @@
 //! domain and allow the access, and `[addr, addr + len)` must lie inside
 //! `[iova, iova + length)`. Only then is the region's pinned memory
 //! touched. A failed check moves nothing.
+//!
+//! DMA MRs (a kernel PD's `local_dma_lkey`) span all of kernel memory:
+//! their addresses are kernel virtual addresses that the kernel consumer
+//! vouches for, and they have no range to check (as `mr_check_range` in
+//! the C driver). They serve local access by the consumer's own kernel QPs
+//! only; remote access through them is refused.
 
 use crate::{
     proto::wqe::{
@@ -20,7 +26,7 @@ use crate::{
     },
     rdma::{
         device::Device,
-        mr::Mr,
+        mr::Mr, //
     },
 };
 use kernel::{
@@ -84,6 +90,12 @@ fn region(
     if !ok {
         return Err(MemError::Key);
     }
+    if let Mapping::Dma = mr.mapping {
+        if remote || !mr.is_kernel_dma() {
+            return Err(MemError::Key);
+        }
+        return Ok(mr);
+    }
     // CAST: lengths of one message fit in u64.
     let end = addr.checked_add(len as u64).ok_or(MemError::Range)?;
     let mr_end = mr.iova().checked_add(mr.length()).ok_or(MemError::Range)?;
@@ -125,12 +137,11 @@ pub(crate) fn write(
         return Ok(());
     }
     let mr = region(dev, pd_id, key, remote, need, addr, src.len())?;
-    let off = offset_in(&mr, addr)?;
     match &mr.mapping {
-        Mapping::User(umem) => umem.copy_to(off, src).map_err(|_| MemError::Range),
-        // Kernel memory is reached through kernel QPs, which do not carry
-        // traffic yet.
-        Mapping::Dma => Err(MemError::Key),
+        Mapping::User(umem) => umem
+            .copy_to(offset_in(&mr, addr)?, src)
+            .map_err(|_| MemError::Range),
+        Mapping::Dma => mr.kernel_copy_to(addr, src).map_err(|_| MemError::Range),
     }
 }
 
@@ -148,10 +159,11 @@ pub(crate) fn read(
         return Ok(());
     }
     let mr = region(dev, pd_id, key, remote, need, addr, dst.len())?;
-    let off = offset_in(&mr, addr)?;
     match &mr.mapping {
-        Mapping::User(umem) => umem.copy_from(off, dst).map_err(|_| MemError::Range),
-        Mapping::Dma => Err(MemError::Key),
+        Mapping::User(umem) => umem
+            .copy_from(offset_in(&mr, addr)?, dst)
+            .map_err(|_| MemError::Range),
+        Mapping::Dma => mr.kernel_copy_from(addr, dst).map_err(|_| MemError::Range),
     }
 }
 
@@ -191,7 +203,10 @@ fn walk(
 
 /// Gathers `dst.len()` bytes of a send WQE's data from message byte
 /// `offset`: its inline data, or its SGEs through their lkeys.
-#[expect(clippy::too_many_arguments, reason = "the WQE, its slot and the QP's identity")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the WQE, its slot and the QP's identity"
+)]
 pub(crate) fn gather(
     dev: &Device<Rrxe>,
     pd_id: usize,
@@ -205,9 +220,7 @@ pub(crate) fn gather(
     if inline {
         let data = send_inline(slot, length).map_err(|_| MemError::Length)?;
         let start = offset as usize;
-        let src = data
-            .get(start..start + dst.len())
-            .ok_or(MemError::Length)?;
+        let src = data.get(start..start + dst.len()).ok_or(MemError::Length)?;
         dst.copy_from_slice(src);
         return Ok(());
     }

@@ -5,15 +5,22 @@
 //! Queue pairs: RC, UC, UD and the GSI QP (QP1).
 //!
 //! User QPs get their send and receive queues as rxe shared queues (user
-//! space produces WQEs, the kernel consumes them); kernel QPs keep the work
-//! requests of `post_send`/`post_recv` in private rings (they carry no
-//! traffic yet). RC QPs run the transport of [`super::rc`]: the doorbell,
-//! the move to RTS, received packets and the QP's timers each run it under
-//! the state lock, and the packets it builds are sent once the lock is
-//! dropped. Moving to ERR completes every outstanding WQE once, in posting
+//! space produces WQEs, the kernel consumes them); kernel QPs get private
+//! rings of the same geometry, into which `post_send`/`post_recv` encode
+//! each work request as the same rxe WQE (`init_send_wqe`,
+//! `post_one_recv` in the C driver), so that the transport reads both
+//! alike. RC QPs run the transport of [`super::rc`], UD and GSI QPs that
+//! of [`super::ud`]: the doorbell or a kernel post, the move to RTS,
+//! received packets and the QP's timers each run it under the state lock,
+//! and the packets it builds are sent once the lock is dropped. Moving to ERR completes every outstanding WQE once, in posting
 //! order, with `IB_WC_WR_FLUSH_ERR`.
 
 use crate::{
+    net::skbuff::SkbQueue,
+    proto::{
+        packet::Packet,
+        psn::Psn, //
+    },
     proto::{
         qp_check::{
             self,
@@ -24,11 +31,12 @@ use crate::{
             self,
             QueueGeometry, //
         },
-    },
-    net::skbuff::SkbQueue,
-    proto::{
-        packet::Packet,
-        psn::Psn, //
+        wqe::{
+            self as wqe_abi,
+            RecvWqe,
+            RegMr,
+            SendWqe, //
+        },
     },
     rdma::{
         eopnotsupp,
@@ -45,7 +53,8 @@ use crate::{
             QpInitAttr,
             QpTimer,
             RecvWr,
-            SendWr, //
+            SendWr,
+            Sge, //
         },
         queue::QueueBuf,
         udata::Udata,
@@ -90,12 +99,13 @@ const GSI_QPN: u32 = 1;
 /// Size of `struct rxe_create_qp_resp`.
 const CREATE_QP_RESP_SIZE: usize = 32;
 
-/// A work queue: the ring and, for kernel QPs, the posted ids.
+/// A work queue's slots.
 pub(crate) enum Ring {
     /// Shared with user space: user space owns the producer index.
     User(QueueBuf),
-    /// Kernel consumer: the ids of posted WRs and the producer index.
-    Kernel { ids: KVec<u64>, producer: u32 },
+    /// Kernel consumer: the slots (as in a user queue, without its header)
+    /// and the producer index, both kernel-owned.
+    Kernel { slots: KVVec<u8>, producer: u32 },
 }
 
 /// A work queue of a QP or SRQ.
@@ -105,6 +115,9 @@ pub(crate) struct Wq {
     consumer: u32,
     ring: Ring,
 }
+
+/// Largest message (`RXE_PORT_MAX_MSG_SZ`, IBTA: 2^31 bytes).
+const MAX_MSG_SIZE: u64 = 1 << 31;
 
 impl Wq {
     /// A queue of at least `num` WQEs of `elem` bytes; exported to user
@@ -120,9 +133,11 @@ impl Wq {
                 (Ring::User(buf), mi.to_bytes())
             }
             None => {
-                let mut ids = KVec::with_capacity(geo.slots() as usize, GFP_KERNEL)?;
-                ids.resize(geo.slots() as usize, 0, GFP_KERNEL)?;
-                (Ring::Kernel { ids, producer: 0 }, [0u8; 16])
+                let len = (geo.slots() as usize)
+                    .checked_mul(geo.elem_size())
+                    .ok_or(EINVAL)?;
+                let slots = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+                (Ring::Kernel { slots, producer: 0 }, [0u8; 16])
             }
         };
         Ok((
@@ -135,38 +150,72 @@ impl Wq {
         ))
     }
 
+    /// Byte range of slot `index` in a kernel ring.
+    fn kernel_slot(&self, index: u32) -> core::ops::Range<usize> {
+        let off = (self.geo.mask(index) as usize) << self.geo.log2_elem_size;
+        off..off + self.geo.elem_size()
+    }
+
     /// Number of posted WQEs not consumed yet.
     pub(crate) fn count(&self) -> u32 {
         self.geo.count(self.producer(), self.consumer)
     }
 
-    /// Copies the pending WQEs of a user queue into `new` (resize), which
-    /// then holds them from index 0.
+    /// Copies `buf.len()` bytes at byte `off` of slot `index` into `buf`.
+    fn read_at(&self, index: u32, off: usize, buf: &mut [u8]) -> Result {
+        match &self.ring {
+            Ring::User(q) => q.read(self.geo.slot_offset(index) + off, buf),
+            Ring::Kernel { slots, .. } => {
+                let r = self.kernel_slot(index);
+                let from = r.start + off;
+                let src = slots.get(from..from + buf.len()).ok_or(EINVAL)?;
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies `src` to byte `off` of slot `index`.
+    fn write_at(&mut self, index: u32, off: usize, src: &[u8]) -> Result {
+        let at = self.kernel_slot(index).start + off;
+        match &mut self.ring {
+            Ring::User(q) => q.write(self.geo.slot_offset(index) + off, src),
+            Ring::Kernel { slots, .. } => {
+                let dst = slots.get_mut(at..at + src.len()).ok_or(EINVAL)?;
+                dst.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies the pending WQEs into `new`, a queue of the same kind
+    /// (resize), which then holds them from index 0.
     pub(crate) fn copy_pending_into(&self, new: &mut Wq) -> Result {
         let n = self.count();
-        if n > new.geo.capacity() {
+        if n > new.geo.capacity() || self.is_user() != new.is_user() {
             return Err(EINVAL);
         }
-        let (Ring::User(old), Ring::User(buf)) = (&self.ring, &new.ring) else {
-            return Err(EINVAL);
-        };
         // Called under the queue's spinlock: copy through a small stack buffer, no allocation.
         let len = self.geo.elem_size().min(new.geo.elem_size());
         let mut tmp = [0u8; 64];
         for i in 0..n {
-            let from = self.geo.slot_offset(self.consumer.wrapping_add(i));
-            let to = new.geo.slot_offset(i);
+            let from = self.consumer.wrapping_add(i);
             let mut off = 0;
             while off < len {
                 let k = (len - off).min(tmp.len());
                 let chunk = tmp.get_mut(..k).ok_or(EINVAL)?;
-                old.read(from + off, chunk)?;
-                buf.write(to + off, chunk)?;
+                self.read_at(from, off, chunk)?;
+                new.write_at(i, off, chunk)?;
                 off += k;
             }
         }
-        buf.store_release(queue::OFF_PRODUCER, n);
-        buf.store_release(queue::OFF_CONSUMER, 0);
+        match &mut new.ring {
+            Ring::User(buf) => {
+                buf.store_release(queue::OFF_PRODUCER, n);
+                buf.store_release(queue::OFF_CONSUMER, 0);
+            }
+            Ring::Kernel { producer, .. } => *producer = n,
+        }
         new.consumer = 0;
         Ok(())
     }
@@ -181,15 +230,12 @@ impl Wq {
         self.consumer
     }
 
-    /// Copies slot `index` of a user queue into `buf` (as much as fits):
-    /// the snapshot the kernel acts on.
+    /// Copies slot `index` into `buf` (as much as fits): the snapshot the
+    /// kernel acts on.
     pub(crate) fn read_slot(&self, index: u32, buf: &mut [u8]) -> Result {
-        let Ring::User(q) = &self.ring else {
-            return Err(EINVAL);
-        };
         let n = buf.len().min(self.geo.elem_size());
         let dst = buf.get_mut(..n).ok_or(EINVAL)?;
-        q.read(self.geo.slot_offset(self.geo.mask(index)), dst)
+        self.read_at(index, 0, dst)
     }
 
     /// The producer index (user space's, masked into the queue).
@@ -201,19 +247,20 @@ impl Wq {
         }
     }
 
-    /// Posts a kernel WR; `ENOMEM` when full, as the C driver.
-    fn post(&mut self, wr_id: u64) -> Result {
+    /// Posts a kernel WQE: `write` encodes it into the free slot at the
+    /// producer index, which then advances. `ENOMEM` when full, as the C
+    /// driver; `EINVAL` for a user queue.
+    fn post(&mut self, write: impl FnOnce(&mut [u8]) -> Result) -> Result {
         let c = self.consumer;
         let geo = self.geo;
-        let Ring::Kernel { ids, producer } = &mut self.ring else {
+        let r = self.kernel_slot(self.producer());
+        let Ring::Kernel { slots, producer } = &mut self.ring else {
             return Err(EINVAL);
         };
         if geo.is_full(*producer, c) {
             return Err(ENOMEM);
         }
-        if let Some(slot) = ids.get_mut(*producer as usize) {
-            *slot = wr_id;
-        }
+        write(slots.get_mut(r).ok_or(EINVAL)?)?;
         *producer = geo.next(*producer);
         Ok(())
     }
@@ -224,14 +271,9 @@ impl Wq {
         if self.geo.is_empty(self.producer(), self.consumer) {
             return None;
         }
-        match &self.ring {
-            Ring::User(buf) => {
-                let mut b = [0u8; 8];
-                buf.read(self.geo.slot_offset(self.consumer), &mut b).ok()?;
-                Some(u64::from_ne_bytes(b))
-            }
-            Ring::Kernel { ids, .. } => ids.get(self.consumer as usize).copied(),
-        }
+        let mut b = [0u8; 8];
+        self.read_at(self.consumer, 0, &mut b).ok()?;
+        Some(u64::from_ne_bytes(b))
     }
 
     /// Consumes the WQE at the consumer index.
@@ -253,6 +295,189 @@ impl Wq {
         }
         self.consumer = 0;
     }
+}
+
+/// What an `IB_WR_*` opcode is, for a QP type (`rxe_wr_opcode_info`).
+#[derive(Clone, Copy)]
+struct WrKind {
+    /// May carry inline data.
+    inline: bool,
+    /// Reads from or writes to remote memory (`rdma` member).
+    read_or_write: bool,
+    /// An atomic: 8 bytes at an aligned remote address (`atomic` member).
+    atomic: bool,
+    /// Local operation, without data (`LOCAL_INV`, `REG_MR`, `BIND_MW`).
+    local: bool,
+}
+
+/// The kind of `opcode` on a QP of type `ty`; `None` when rxe does not
+/// support it there (`EINVAL`).
+fn wr_kind(opcode: u32, ty: u32) -> Option<WrKind> {
+    let k = |inline, read_or_write, atomic, local| {
+        Some(WrKind {
+            inline,
+            read_or_write,
+            atomic,
+            local,
+        })
+    };
+    let connected = matches!(ty, qp_type::RC | qp_type::UC);
+    let rc = ty == qp_type::RC;
+    match opcode {
+        wqe_abi::IB_WR_RDMA_WRITE | wqe_abi::IB_WR_RDMA_WRITE_WITH_IMM if connected => {
+            k(true, true, false, false)
+        }
+        wqe_abi::IB_WR_SEND | wqe_abi::IB_WR_SEND_WITH_IMM
+            if connected || matches!(ty, qp_type::UD | qp_type::GSI) =>
+        {
+            k(true, false, false, false)
+        }
+        // rxe's table allows it on UD too, but `init_send_wr` refuses it there.
+        wqe_abi::IB_WR_SEND_WITH_INV if connected => k(true, false, false, false),
+        wqe_abi::IB_WR_RDMA_READ | wqe_abi::IB_WR_RDMA_READ_WITH_INV if rc => {
+            k(false, true, false, false)
+        }
+        wqe_abi::IB_WR_ATOMIC_CMP_AND_SWP | wqe_abi::IB_WR_ATOMIC_FETCH_AND_ADD if rc => {
+            k(false, false, true, false)
+        }
+        wqe_abi::IB_WR_LOCAL_INV | wqe_abi::IB_WR_REG_MR if rc => k(false, false, false, true),
+        wqe_abi::IB_WR_BIND_MW if connected => k(false, false, false, true),
+        wqe_abi::IB_WR_FLUSH | wqe_abi::IB_WR_ATOMIC_WRITE if rc => k(false, false, false, false),
+        _ => None,
+    }
+}
+
+fn to_wqe_sge(s: &Sge) -> wqe_abi::Sge {
+    wqe_abi::Sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    }
+}
+
+/// Checks a kernel send WR as `validate_send_wr` and `init_send_wr` do
+/// (`EINVAL`) and returns its WQE header and kind.
+fn check_send_wr(qp: &Qp<Rrxe>, cap: &QpCap, wr: &SendWr<'_, Rrxe>) -> Result<(SendWqe, WrKind)> {
+    let ty = qp.qp_type();
+    let opcode = wr.opcode();
+    let kind = wr_kind(opcode, ty).ok_or(EINVAL)?;
+    let num_sge = wr.num_sge();
+    if num_sge > cap.max_send_sge {
+        return Err(EINVAL);
+    }
+    let mut length = 0u64;
+    for i in 0..num_sge {
+        length += u64::from(wr.sge(i).ok_or(EINVAL)?.length);
+    }
+    if length > MAX_MSG_SIZE {
+        return Err(EINVAL);
+    }
+    let atomic = if kind.atomic {
+        let a = wr.atomic().ok_or(EINVAL)?;
+        if length != 8 || a.remote_addr & 7 != 0 {
+            return Err(EINVAL);
+        }
+        Some(a)
+    } else {
+        None
+    };
+    let inline = wr.send_flags() & wqe_abi::IB_SEND_INLINE != 0;
+    if inline && (!kind.inline || length > u64::from(cap.max_inline_data)) {
+        return Err(EINVAL);
+    }
+    let mut w = SendWqe {
+        wr_id: wr.wr_id(),
+        opcode,
+        send_flags: wr.send_flags(),
+        ..SendWqe::default()
+    };
+    match opcode {
+        wqe_abi::IB_WR_SEND_WITH_IMM | wqe_abi::IB_WR_RDMA_WRITE_WITH_IMM => {
+            w.imm_data = wr.imm_data();
+        }
+        wqe_abi::IB_WR_SEND_WITH_INV
+        | wqe_abi::IB_WR_RDMA_READ_WITH_INV
+        | wqe_abi::IB_WR_LOCAL_INV => w.invalidate_rkey = wr.invalidate_rkey(),
+        _ => {}
+    }
+    if matches!(ty, qp_type::UD | qp_type::GSI) {
+        let ud = wr.ud().ok_or(EINVAL)?;
+        // The transport looks the AH up by number, as for user WQEs.
+        w.ah_num = ud.ah.num();
+        w.remote_qpn = ud.remote_qpn;
+        w.remote_qkey = ud.remote_qkey;
+        if ty == qp_type::GSI {
+            w.pkey_index = ud.pkey_index;
+        }
+    } else if kind.read_or_write {
+        let r = wr.rdma().ok_or(EINVAL)?;
+        w.remote_addr = r.remote_addr;
+        w.rkey = r.rkey;
+        w.iova = r.remote_addr;
+    } else if let Some(a) = atomic {
+        w.remote_addr = a.remote_addr;
+        w.compare_add = a.compare_add;
+        w.swap = a.swap;
+        w.rkey = a.rkey;
+        w.iova = a.remote_addr;
+    } else if opcode == wqe_abi::IB_WR_REG_MR {
+        let r = wr.reg().ok_or(EINVAL)?;
+        w.reg = RegMr {
+            mr_index: r.mr.index(),
+            key: r.key,
+            // CAST: `IB_ACCESS_*` bits.
+            access: r.access as u32,
+        };
+    }
+    if !kind.local {
+        // CAST: at most `MAX_MSG_SIZE`, checked above.
+        w.length = length as u32;
+        w.num_sge = num_sge;
+    }
+    Ok((w, kind))
+}
+
+/// Encodes a checked kernel send WR into `slot` (`init_send_wqe`): the
+/// header, then its inline data or its SGEs.
+fn write_send_wqe(wr: &SendWr<'_, Rrxe>, w: &SendWqe, kind: WrKind, slot: &mut [u8]) -> Result {
+    w.write(slot).map_err(|_| EINVAL)?;
+    if kind.local {
+        return Ok(());
+    }
+    if w.has_inline() {
+        let area = wqe_abi::send_inline_mut(slot, w.length as usize).map_err(|_| EINVAL)?;
+        if wr.copy_inline(area)? != area.len() {
+            return Err(EINVAL);
+        }
+        return Ok(());
+    }
+    for i in 0..w.num_sge {
+        let sge = wr.sge(i).ok_or(EINVAL)?;
+        wqe_abi::write_send_sge(slot, i, &to_wqe_sge(&sge)).map_err(|_| EINVAL)?;
+    }
+    Ok(())
+}
+
+/// Checks a kernel receive WR (`post_one_recv`) and encodes it into
+/// `slot`.
+fn write_recv_wqe(wr: &RecvWr<'_>, slot: &mut [u8]) -> Result {
+    let num_sge = wr.num_sge();
+    let mut length = 0u64;
+    for i in 0..num_sge {
+        let sge = wr.sge(i).ok_or(EINVAL)?;
+        length += u64::from(sge.length);
+        wqe_abi::write_recv_sge(slot, i, &to_wqe_sge(&sge)).map_err(|_| EINVAL)?;
+    }
+    if length > MAX_MSG_SIZE {
+        return Err(EINVAL);
+    }
+    let r = RecvWqe {
+        wr_id: wr.wr_id(),
+        // CAST: at most `MAX_MSG_SIZE`, checked above.
+        length: length as u32,
+        num_sge,
+    };
+    r.write(slot).map_err(|_| EINVAL)
 }
 
 /// Mutable state of a QP.
@@ -328,6 +553,8 @@ fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
         wc_flags: 0,
         pkey_index: 0,
         port_num: 0,
+        network_hdr_type: None,
+        vlan_id: None,
         qp: if qp.is_user() { 0 } else { qp.wc_qp() },
     }
 }
@@ -628,7 +855,7 @@ impl RrxeQp {
     /// and the caller should try again.
     pub(crate) fn stop_sending(&self) -> bool {
         self.sending.xchg(false, Full);
-        self.txq.len() != 0
+        !self.txq.is_empty()
     }
 
     /// A packet for this QP passed the receive checks. `ip` is its IP
@@ -682,50 +909,41 @@ impl RrxeQp {
         Ok(())
     }
 
-    /// `post_send`: queues a kernel WR or handles a user doorbell.
-    pub(crate) fn post_send(qp: &Qp<Rrxe>, wr: Option<&SendWr>) -> Result {
+    /// `post_send`: queues a kernel WR or handles a user doorbell, then
+    /// runs the requester.
+    pub(crate) fn post_send(qp: &Qp<Rrxe>, wr: Option<&SendWr<'_, Rrxe>>) -> Result {
         let mut st = qp.state.lock();
         let state = st.attr.qp_state();
-        match wr {
-            None => {
-                // User doorbell: send what was posted. In ERR the new WQEs are flushed now.
-                if state == qp_state::ERR {
-                    Self::flush(qp, &mut st);
-                    return Ok(());
-                }
-                Self::run_send(qp, &mut st);
-                drop(st);
-                tx::send_queued(qp);
-                Ok(())
+        if let Some(wr) = wr {
+            if state < qp_state::RTS {
+                return Err(EINVAL);
             }
-            Some(wr) => {
-                if state < qp_state::RTS {
-                    return Err(EINVAL);
-                }
-                if wr.num_sge > st.attr.cap().max_send_sge {
-                    return Err(EINVAL);
-                }
-                st.sq.post(wr.wr_id)?;
-                if state == qp_state::ERR {
-                    Self::flush(qp, &mut st);
-                }
-                Ok(())
-            }
+            let (w, kind) = check_send_wr(qp, &st.attr.cap(), wr)?;
+            st.sq.post(|slot| write_send_wqe(wr, &w, kind, slot))?;
         }
+        // In ERR the new WQEs are flushed now.
+        if state == qp_state::ERR {
+            Self::flush(qp, &mut st);
+            return Ok(());
+        }
+        Self::run_send(qp, &mut st);
+        drop(st);
+        tx::send_queued(qp);
+        Ok(())
     }
 
     /// `post_recv` of a kernel consumer.
-    pub(crate) fn post_recv(qp: &Qp<Rrxe>, wr: &RecvWr) -> Result {
+    pub(crate) fn post_recv(qp: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
         let mut st = qp.state.lock();
         let state = st.attr.qp_state();
         if state == qp_state::RESET {
             return Err(EINVAL);
         }
-        if wr.num_sge > st.attr.cap().max_recv_sge {
+        if wr.num_sge() > st.attr.cap().max_recv_sge {
             return Err(EINVAL);
         }
         match &mut st.rq {
-            Some(rq) => rq.post(wr.wr_id)?,
+            Some(rq) => rq.post(|slot| write_recv_wqe(wr, slot))?,
             None => return Err(EINVAL),
         }
         if state == qp_state::ERR {

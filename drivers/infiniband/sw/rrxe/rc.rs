@@ -276,6 +276,8 @@ fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -
         wc_flags: 0,
         pkey_index: 0,
         port_num: 1,
+        network_hdr_type: None,
+        vlan_id: None,
         qp: if qp.is_user() { 0 } else { qp.wc_qp() },
     }
 }
@@ -437,7 +439,7 @@ fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, cou
 
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait || !st.sq.is_user() {
+    if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait {
         return;
     }
     let pmtu = path_mtu(st);
@@ -553,7 +555,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 dma_len: w.length,
             });
         }
-        if last && matches!(kind, MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm) {
+        if last
+            && matches!(
+                kind,
+                MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm
+            )
+        {
             ext.immdt = Some(ImmDt {
                 imm_data: w.imm_data.to_ne_bytes(),
             });

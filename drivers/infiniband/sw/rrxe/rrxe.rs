@@ -25,6 +25,7 @@ mod rc;
 mod recv;
 mod srq;
 mod tx;
+mod ud;
 mod verbs;
 
 use crate::{

@@ -37,7 +37,7 @@ use crate::{
     },
     rdma::{
         device::Device,
-        qp::Qp,
+        qp::Qp, //
     },
 };
 use kernel::{

@@ -258,7 +258,7 @@ impl Driver for Rrxe {
         RrxeQp::destroy(qp)
     }
 
-    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr>) -> Result {
+    fn post_send(qp: &Qp<Self>, wr: Option<&SendWr<'_, Self>>) -> Result {
         RrxeQp::post_send(qp, wr)
     }
 
@@ -266,7 +266,7 @@ impl Driver for Rrxe {
         RrxeQp::timer(qp, t);
     }
 
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result {
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
         RrxeQp::post_recv(qp, wr)
     }
 
@@ -294,7 +294,7 @@ impl Driver for Rrxe {
         dev: &Device<Self>,
         attr: AhAttr,
         udata: Option<&Udata>,
-    ) -> Result<impl PinInit<RrxeAh, Error>> {
+    ) -> Result<(impl PinInit<RrxeAh, Error>, u32)> {
         RrxeAh::create(dev, attr, udata)
     }
 

@@ -8,7 +8,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::opcode::{Operation, OpcodeInfo, Position};
+use super::opcode::{OpcodeInfo, Operation, Position};
 use super::psn::Psn;
 
 /// Most packets the requester has outstanding (sent, not acknowledged);
@@ -153,13 +153,13 @@ mod tests {
             check_op_sequence(InProgress::Send, info(Opcode::RC_SEND_LAST_WITH_IMMEDIATE)),
             Ok(n)
         );
-        assert_eq!(
-            check_op_sequence(n, info(Opcode::RC_SEND_ONLY)),
-            Ok(n)
-        );
+        assert_eq!(check_op_sequence(n, info(Opcode::RC_SEND_ONLY)), Ok(n));
         // Continuations need a message in progress of the same operation.
         assert_eq!(check_op_sequence(n, info(Opcode::RC_SEND_MIDDLE)), Err(()));
-        assert_eq!(check_op_sequence(n, info(Opcode::RC_RDMA_WRITE_LAST)), Err(()));
+        assert_eq!(
+            check_op_sequence(n, info(Opcode::RC_RDMA_WRITE_LAST)),
+            Err(())
+        );
         assert_eq!(
             check_op_sequence(InProgress::Write, info(Opcode::RC_SEND_LAST)),
             Err(())

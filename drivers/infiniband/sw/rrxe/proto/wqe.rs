@@ -87,6 +87,16 @@
 //! Receive queue and SRQ (`rxe_post_one_recv`): `wr_id`, the SGEs in
 //! `dma.sge[]`, `dma.num_sge` (bounded by the queue's `max_recv_sge`),
 //! `dma.length` (their sum, unchecked) and 0 in the scratch fields.
+//!
+//! # Kernel work requests
+//!
+//! The driver encodes the work requests of kernel consumers
+//! (`ib_post_send`, `ib_post_recv`) into slots of the same layout with
+//! [`SendWqe::write`], [`write_send_sge`], [`write_send_inline`],
+//! [`RecvWqe::write`] and [`write_recv_sge`], as the C driver's
+//! `init_send_wqe` and `post_one_recv` do, so that the transport reads
+//! both kinds of queue alike. The one difference: `REG_MR` (kernel only)
+//! carries the region's key index where the C driver stores a pointer.
 
 #![forbid(unsafe_code)]
 
@@ -211,6 +221,14 @@ pub const SEND_WQE_FLUSH_RKEY_OFFSET: usize = 36;
 pub const SEND_WQE_FLUSH_TYPE_OFFSET: usize = 40;
 /// Offset of `wr.wr.flush.level`.
 pub const SEND_WQE_FLUSH_LEVEL_OFFSET: usize = 41;
+/// Offset of `wr.wr.reg.mr`: in the C driver a `struct ib_mr *`; rrxe
+/// stores the region's key index (`lkey >> 8`) there instead, a number the
+/// transport looks up like any other key. Only kernel WQEs carry it.
+pub const SEND_WQE_REG_MR_OFFSET: usize = 24;
+/// Offset of `wr.wr.reg.key`.
+pub const SEND_WQE_REG_KEY_OFFSET: usize = 32;
+/// Offset of `wr.wr.reg.access`.
+pub const SEND_WQE_REG_ACCESS_OFFSET: usize = 36;
 /// Offset of `iova`.
 pub const SEND_WQE_IOVA_OFFSET: usize = 152;
 /// Offset of `dma`.
@@ -262,6 +280,32 @@ fn ne_u64(slot: &[u8], off: usize) -> Result<u64> {
     Ok(u64::from_ne_bytes(bytes(slot, off)?))
 }
 
+/// Writes `v` at `off` of `slot`.
+fn put_bytes<const N: usize>(slot: &mut [u8], off: usize, v: [u8; N]) -> Result {
+    let tail = slot.get_mut(off..).ok_or(Error::Truncated)?;
+    let (head, _) = tail.split_first_chunk_mut::<N>().ok_or(Error::Truncated)?;
+    *head = v;
+    Ok(())
+}
+
+fn put_u16(slot: &mut [u8], off: usize, v: u16) -> Result {
+    put_bytes(slot, off, v.to_ne_bytes())
+}
+
+fn put_u32(slot: &mut [u8], off: usize, v: u32) -> Result {
+    put_bytes(slot, off, v.to_ne_bytes())
+}
+
+fn put_u64(slot: &mut [u8], off: usize, v: u64) -> Result {
+    put_bytes(slot, off, v.to_ne_bytes())
+}
+
+/// Clears the first `len` bytes of `slot`.
+fn clear(slot: &mut [u8], len: usize) -> Result {
+    slot.get_mut(..len).ok_or(Error::Truncated)?.fill(0);
+    Ok(())
+}
+
 /// One scatter/gather element (`struct rxe_sge`, layout-identical to
 /// `struct ib_sge` and `struct ibv_sge`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -282,6 +326,12 @@ impl Sge {
             lkey: ne_u32(slot, off + SGE_LKEY_OFFSET)?,
         })
     }
+
+    fn write_at(&self, slot: &mut [u8], off: usize) -> Result {
+        put_u64(slot, off + SGE_ADDR_OFFSET, self.addr)?;
+        put_u32(slot, off + SGE_LENGTH_OFFSET, self.length)?;
+        put_u32(slot, off + SGE_LKEY_OFFSET, self.lkey)
+    }
 }
 
 /// The `wr.wr.mw` member of a `BIND_MW` send WQE.
@@ -298,6 +348,18 @@ pub struct BindMw {
     /// The rkey the MW gets (its key byte comes from the consumer).
     pub rkey: u32,
     /// `IB_ACCESS_*` flags of the window.
+    pub access: u32,
+}
+
+/// The `wr.wr.reg` member of a kernel `REG_MR` send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RegMr {
+    /// Key index (`lkey >> 8`) of the region being registered (rrxe's
+    /// stand-in for the C driver's `struct ib_mr *`).
+    pub mr_index: u32,
+    /// The new lkey and rkey (the consumer chose the key byte).
+    pub key: u32,
+    /// `IB_ACCESS_*` flags of the registration.
     pub access: u32,
 }
 
@@ -340,6 +402,8 @@ pub struct SendWqe {
     pub ah_num: u32,
     /// The `BIND_MW` arguments.
     pub mw: BindMw,
+    /// The `REG_MR` arguments (kernel WQEs only).
+    pub reg: RegMr,
     /// FLUSH `wr.flush.length`; the C requester uses `dma.length`.
     pub flush_length: u32,
     /// FLUSH placement type (FETH PLT).
@@ -368,6 +432,7 @@ impl SendWqe {
     /// | `SEND`, `SEND_WITH_IMM` | `remote_qpn`, `remote_qkey`, `pkey_index`, `ah_num` |
     /// | `BIND_MW` | `mw` |
     /// | `FLUSH` | `remote_addr`, `rkey`, `flush_length`, `flush_type`, `flush_level` |
+    /// | `REG_MR` | `reg` |
     ///
     /// Any opcode is accepted, so that the caller can still complete a bad
     /// WQE with its `wr_id`.
@@ -430,6 +495,15 @@ impl SendWqe {
                 wqe.flush_type = flush_type;
                 wqe.flush_level = flush_level;
             }
+            IB_WR_REG_MR => {
+                // The index is stored in the low half of the 8-byte field.
+                let index = ne_u64(slot, SEND_WQE_REG_MR_OFFSET)?;
+                wqe.reg = RegMr {
+                    mr_index: u32::try_from(index).unwrap_or(u32::MAX),
+                    key: ne_u32(slot, SEND_WQE_REG_KEY_OFFSET)?,
+                    access: ne_u32(slot, SEND_WQE_REG_ACCESS_OFFSET)?,
+                };
+            }
             _ => {}
         }
         Ok(wqe)
@@ -459,6 +533,91 @@ impl SendWqe {
     /// The immediate data in wire order, for the ImmDt.
     pub fn imm_data_bytes(&self) -> [u8; 4] {
         self.imm_data.to_ne_bytes()
+    }
+
+    /// Whether `ex` holds an rkey to invalidate rather than immediate data.
+    fn ex_is_invalidate(opcode: u32) -> bool {
+        matches!(
+            opcode,
+            IB_WR_SEND_WITH_INV | IB_WR_LOCAL_INV | IB_WR_RDMA_READ_WITH_INV
+        )
+    }
+
+    /// Encodes the fixed part of the WQE into `slot`, the inverse of
+    /// [`SendWqe::parse`]: the header ([`SEND_WQE_SIZE`] bytes) is cleared,
+    /// then `wr_id`, `opcode`, `send_flags`, `ex`, the `wr.wr` member the
+    /// opcode selects (see [`SendWqe::parse`]), `iova`, `dma.length` and
+    /// `dma.num_sge` are written; the other members and the scratch fields
+    /// stay 0. `ex` is [`SendWqe::invalidate_rkey`] for `SEND_WITH_INV`,
+    /// `LOCAL_INV` and `RDMA_READ_WITH_INV`, else [`SendWqe::imm_data`].
+    ///
+    /// The payload (SGEs or inline data) is written separately with
+    /// [`write_send_sge`] or [`write_send_inline`], before or after.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`].
+    pub fn write(&self, slot: &mut [u8]) -> Result {
+        clear(slot, SEND_WQE_SIZE)?;
+        put_u64(slot, SEND_WQE_WR_ID_OFFSET, self.wr_id)?;
+        put_u32(slot, SEND_WQE_OPCODE_OFFSET, self.opcode)?;
+        put_u32(slot, SEND_WQE_SEND_FLAGS_OFFSET, self.send_flags)?;
+        let ex = if Self::ex_is_invalidate(self.opcode) {
+            self.invalidate_rkey
+        } else {
+            self.imm_data
+        };
+        put_u32(slot, SEND_WQE_EX_OFFSET, ex)?;
+        match self.opcode {
+            IB_WR_RDMA_WRITE
+            | IB_WR_RDMA_WRITE_WITH_IMM
+            | IB_WR_RDMA_READ
+            | IB_WR_RDMA_READ_WITH_INV
+            | IB_WR_ATOMIC_WRITE => {
+                put_u64(slot, SEND_WQE_REMOTE_ADDR_OFFSET, self.remote_addr)?;
+                put_u32(slot, SEND_WQE_RDMA_RKEY_OFFSET, self.rkey)?;
+            }
+            IB_WR_ATOMIC_CMP_AND_SWP | IB_WR_ATOMIC_FETCH_AND_ADD => {
+                put_u64(slot, SEND_WQE_REMOTE_ADDR_OFFSET, self.remote_addr)?;
+                put_u64(slot, SEND_WQE_ATOMIC_COMPARE_ADD_OFFSET, self.compare_add)?;
+                put_u64(slot, SEND_WQE_ATOMIC_SWAP_OFFSET, self.swap)?;
+                put_u32(slot, SEND_WQE_ATOMIC_RKEY_OFFSET, self.rkey)?;
+            }
+            IB_WR_SEND | IB_WR_SEND_WITH_IMM => {
+                put_u32(slot, SEND_WQE_UD_REMOTE_QPN_OFFSET, self.remote_qpn)?;
+                put_u32(slot, SEND_WQE_UD_REMOTE_QKEY_OFFSET, self.remote_qkey)?;
+                put_u16(slot, SEND_WQE_UD_PKEY_INDEX_OFFSET, self.pkey_index)?;
+                put_u32(slot, SEND_WQE_UD_AH_NUM_OFFSET, self.ah_num)?;
+            }
+            IB_WR_BIND_MW => {
+                let mw = &self.mw;
+                put_u64(slot, SEND_WQE_MW_ADDR_OFFSET, mw.addr)?;
+                put_u64(slot, SEND_WQE_MW_LENGTH_OFFSET, mw.length)?;
+                put_u32(slot, SEND_WQE_MW_MR_LKEY_OFFSET, mw.mr_lkey)?;
+                put_u32(slot, SEND_WQE_MW_MW_RKEY_OFFSET, mw.mw_rkey)?;
+                put_u32(slot, SEND_WQE_MW_RKEY_OFFSET, mw.rkey)?;
+                put_u32(slot, SEND_WQE_MW_ACCESS_OFFSET, mw.access)?;
+            }
+            IB_WR_FLUSH => {
+                put_u64(slot, SEND_WQE_REMOTE_ADDR_OFFSET, self.remote_addr)?;
+                put_u32(slot, SEND_WQE_FLUSH_LENGTH_OFFSET, self.flush_length)?;
+                put_u32(slot, SEND_WQE_FLUSH_RKEY_OFFSET, self.rkey)?;
+                put_bytes(
+                    slot,
+                    SEND_WQE_FLUSH_TYPE_OFFSET,
+                    [self.flush_type, self.flush_level],
+                )?;
+            }
+            IB_WR_REG_MR => {
+                put_u64(slot, SEND_WQE_REG_MR_OFFSET, u64::from(self.reg.mr_index))?;
+                put_u32(slot, SEND_WQE_REG_KEY_OFFSET, self.reg.key)?;
+                put_u32(slot, SEND_WQE_REG_ACCESS_OFFSET, self.reg.access)?;
+            }
+            _ => {}
+        }
+        put_u64(slot, SEND_WQE_IOVA_OFFSET, self.iova)?;
+        put_u32(slot, SEND_WQE_DMA_LENGTH_OFFSET, self.length)?;
+        put_u32(slot, SEND_WQE_DMA_NUM_SGE_OFFSET, self.num_sge)
     }
 }
 
@@ -511,6 +670,58 @@ pub fn recv_sge_capacity(slot_len: usize) -> u32 {
 /// [`Error::FieldOutOfRange`] if `i` is not below `dma.num_sge`.
 pub fn send_sge(slot: &[u8], i: u32) -> Result<Sge> {
     sge_in(slot, SEND_WQE_DMA_NUM_SGE_OFFSET, SEND_WQE_SGE_OFFSET, i)
+}
+
+/// Writes SGE `i` of a WQE whose SGE array starts at `base`.
+fn put_sge_in(slot: &mut [u8], base: usize, i: u32, sge: &Sge) -> Result {
+    if slot.len() < base {
+        return Err(Error::Truncated);
+    }
+    if i >= sge_capacity(slot.len(), base) {
+        return Err(Error::WqeOverflow);
+    }
+    // `i < capacity`, so the offset is inside the slot.
+    let off = (i as usize)
+        .checked_mul(SGE_SIZE)
+        .and_then(|o| o.checked_add(base))
+        .ok_or(Error::WqeOverflow)?;
+    sge.write_at(slot, off)
+}
+
+/// Writes SGE `i` of a send WQE slot; `dma.num_sge` is written by
+/// [`SendWqe::write`].
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if the slot holds no SGE `i`.
+pub fn write_send_sge(slot: &mut [u8], i: u32, sge: &Sge) -> Result {
+    put_sge_in(slot, SEND_WQE_SGE_OFFSET, i, sge)
+}
+
+/// The first `len` bytes of a send WQE slot's payload union, for inline
+/// data to be copied into; `dma.length` is written by [`SendWqe::write`].
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`SEND_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if the slot holds fewer than `len` inline bytes.
+pub fn send_inline_mut(slot: &mut [u8], len: usize) -> Result<&mut [u8]> {
+    let payload = slot
+        .get_mut(SEND_WQE_SGE_OFFSET..)
+        .ok_or(Error::Truncated)?;
+    payload.get_mut(..len).ok_or(Error::WqeOverflow)
+}
+
+/// Copies `data` to the start of a send WQE slot's payload union (the
+/// inline data of an `IB_SEND_INLINE` WQE, read back by [`send_inline`]).
+///
+/// # Errors
+///
+/// As [`send_inline_mut`] with `data.len()`.
+pub fn write_send_inline(slot: &mut [u8], data: &[u8]) -> Result {
+    send_inline_mut(slot, data.len())?.copy_from_slice(data);
+    Ok(())
 }
 
 /// The inline data of a send WQE slot: `len` bytes at the start of dma's
@@ -571,6 +782,21 @@ impl RecvWqe {
             num_sge: ne_u32(slot, RECV_WQE_DMA_NUM_SGE_OFFSET)?,
         })
     }
+
+    /// Encodes the fixed part of the WQE into `slot`, the inverse of
+    /// [`RecvWqe::parse`]: the header ([`RECV_WQE_SIZE`] bytes) is cleared,
+    /// then `wr_id`, `dma.length` and `dma.num_sge` are written. The SGEs
+    /// are written with [`write_recv_sge`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `slot` is shorter than [`RECV_WQE_SIZE`].
+    pub fn write(&self, slot: &mut [u8]) -> Result {
+        clear(slot, RECV_WQE_SIZE)?;
+        put_u64(slot, RECV_WQE_WR_ID_OFFSET, self.wr_id)?;
+        put_u32(slot, RECV_WQE_DMA_LENGTH_OFFSET, self.length)?;
+        put_u32(slot, RECV_WQE_DMA_NUM_SGE_OFFSET, self.num_sge)
+    }
 }
 
 /// The i-th SGE of a receive WQE slot (bounds-checked against the slot).
@@ -582,6 +808,17 @@ impl RecvWqe {
 /// [`Error::FieldOutOfRange`] if `i` is not below `dma.num_sge`.
 pub fn recv_sge(slot: &[u8], i: u32) -> Result<Sge> {
     sge_in(slot, RECV_WQE_DMA_NUM_SGE_OFFSET, RECV_WQE_SGE_OFFSET, i)
+}
+
+/// Writes SGE `i` of a receive WQE slot; `dma.num_sge` is written by
+/// [`RecvWqe::write`].
+///
+/// # Errors
+///
+/// [`Error::Truncated`] if `slot` is shorter than [`RECV_WQE_SIZE`],
+/// [`Error::WqeOverflow`] if the slot holds no SGE `i`.
+pub fn write_recv_sge(slot: &mut [u8], i: u32, sge: &Sge) -> Result {
+    put_sge_in(slot, RECV_WQE_SGE_OFFSET, i, sge)
 }
 
 #[cfg(test)]
@@ -861,6 +1098,225 @@ mod tests {
         assert_eq!(recv_sge(&s[..119], 4), Err(Error::WqeOverflow));
     }
 
+    /// `w` with the members its opcode does not encode cleared, as
+    /// [`SendWqe::parse`] returns them.
+    fn normalized(w: &SendWqe) -> SendWqe {
+        let ex = if SendWqe::ex_is_invalidate(w.opcode) {
+            w.invalidate_rkey
+        } else {
+            w.imm_data
+        };
+        let mut n = SendWqe {
+            wr_id: w.wr_id,
+            opcode: w.opcode,
+            send_flags: w.send_flags,
+            imm_data: ex,
+            invalidate_rkey: ex,
+            length: w.length,
+            num_sge: w.num_sge,
+            iova: w.iova,
+            ..SendWqe::default()
+        };
+        match w.opcode {
+            IB_WR_RDMA_WRITE
+            | IB_WR_RDMA_WRITE_WITH_IMM
+            | IB_WR_RDMA_READ
+            | IB_WR_RDMA_READ_WITH_INV
+            | IB_WR_ATOMIC_WRITE => {
+                n.remote_addr = w.remote_addr;
+                n.rkey = w.rkey;
+            }
+            IB_WR_ATOMIC_CMP_AND_SWP | IB_WR_ATOMIC_FETCH_AND_ADD => {
+                n.remote_addr = w.remote_addr;
+                n.rkey = w.rkey;
+                n.compare_add = w.compare_add;
+                n.swap = w.swap;
+            }
+            IB_WR_SEND | IB_WR_SEND_WITH_IMM => {
+                n.remote_qpn = w.remote_qpn;
+                n.remote_qkey = w.remote_qkey;
+                n.pkey_index = w.pkey_index;
+                n.ah_num = w.ah_num;
+            }
+            IB_WR_BIND_MW => n.mw = w.mw,
+            IB_WR_FLUSH => {
+                n.remote_addr = w.remote_addr;
+                n.rkey = w.rkey;
+                n.flush_length = w.flush_length;
+                n.flush_type = w.flush_type;
+                n.flush_level = w.flush_level;
+            }
+            IB_WR_REG_MR => n.reg = w.reg,
+            _ => {}
+        }
+        n
+    }
+
+    /// Every field set, so that a member leaking into another shows.
+    fn full(opcode: u32) -> SendWqe {
+        SendWqe {
+            wr_id: 0x0102_0304_0506_0708,
+            opcode,
+            send_flags: IB_SEND_SIGNALED | IB_SEND_FENCE,
+            imm_data: 0x1111_2222,
+            invalidate_rkey: 0x3333_4444,
+            remote_addr: 0x7000_0000_2000,
+            rkey: 0x55,
+            compare_add: 0x66,
+            swap: 0x77,
+            remote_qpn: 0x88,
+            remote_qkey: 0x8001_0000,
+            pkey_index: 2,
+            ah_num: 9,
+            mw: BindMw {
+                addr: 1,
+                length: 2,
+                mr_lkey: 3,
+                mw_rkey: 4,
+                rkey: 5,
+                access: 6,
+            },
+            reg: RegMr {
+                mr_index: 0x12,
+                key: 0x1234,
+                access: 7,
+            },
+            flush_length: 64,
+            flush_type: 1,
+            flush_level: 2,
+            length: 4096,
+            num_sge: 2,
+            iova: 0x7000_0000_2000,
+        }
+    }
+
+    #[test]
+    fn send_write_round_trips() {
+        for opcode in (IB_WR_RDMA_WRITE..=IB_WR_ATOMIC_WRITE).chain([IB_WR_REG_MR, 0x77]) {
+            let w = full(opcode);
+            // Junk everywhere, as a reused slot has.
+            let mut s = vec![0xa5u8; 256];
+            w.write(&mut s).unwrap();
+            assert_eq!(
+                SendWqe::parse(&s).unwrap(),
+                normalized(&w),
+                "opcode {opcode}"
+            );
+            // The scratch fields are cleared.
+            assert!(s[144..152].iter().all(|&b| b == 0));
+            assert!(s[160..184].iter().all(|&b| b == 0));
+            // The payload is left alone.
+            assert!(s[208..].iter().all(|&b| b == 0xa5));
+        }
+        // The ex union follows the opcode.
+        let mut s = vec![0u8; 256];
+        full(IB_WR_SEND_WITH_INV).write(&mut s).unwrap();
+        assert_eq!(SendWqe::parse(&s).unwrap().invalidate_rkey, 0x3333_4444);
+        full(IB_WR_SEND_WITH_IMM).write(&mut s).unwrap();
+        assert_eq!(SendWqe::parse(&s).unwrap().imm_data, 0x1111_2222);
+        // Offsets as the decoder's tests spell them.
+        full(IB_WR_ATOMIC_CMP_AND_SWP).write(&mut s).unwrap();
+        assert_eq!(s[48..52], 0x55u32.to_ne_bytes());
+        full(IB_WR_SEND).write(&mut s).unwrap();
+        assert_eq!(s[36..40], 9u32.to_ne_bytes());
+        assert_eq!(s[196..200], 2u32.to_ne_bytes());
+        full(IB_WR_REG_MR).write(&mut s).unwrap();
+        assert_eq!(s[24..32], 0x12u64.to_ne_bytes());
+        assert_eq!(s[32..36], 0x1234u32.to_ne_bytes());
+        assert_eq!(s[36..40], 7u32.to_ne_bytes());
+        assert_eq!(full(IB_WR_SEND).write(&mut s[..207]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn send_sge_and_inline_writers() {
+        let mut s = vec![0xffu8; 256];
+        let w = SendWqe {
+            opcode: IB_WR_SEND,
+            length: 300,
+            num_sge: 3,
+            ..SendWqe::default()
+        };
+        w.write(&mut s).unwrap();
+        let sges = [
+            Sge {
+                addr: 0xffff_8880_0000_1000,
+                length: 100,
+                lkey: 0x101,
+            },
+            Sge {
+                addr: 2,
+                length: 150,
+                lkey: 0x202,
+            },
+            Sge {
+                addr: 3,
+                length: 50,
+                lkey: 0x303,
+            },
+        ];
+        for (i, sge) in (0..).zip(&sges) {
+            write_send_sge(&mut s, i, sge).unwrap();
+        }
+        for (i, sge) in (0..).zip(&sges) {
+            assert_eq!(send_sge(&s, i), Ok(*sge));
+        }
+        assert_eq!(write_send_sge(&mut s, 3, &sges[0]), Err(Error::WqeOverflow));
+        assert_eq!(
+            write_send_sge(&mut s, u32::MAX, &sges[0]),
+            Err(Error::WqeOverflow)
+        );
+        assert_eq!(
+            write_send_sge(&mut s[..100], 0, &sges[0]),
+            Err(Error::Truncated)
+        );
+
+        let w = SendWqe {
+            opcode: IB_WR_SEND,
+            send_flags: IB_SEND_INLINE,
+            length: 5,
+            ..SendWqe::default()
+        };
+        w.write(&mut s).unwrap();
+        write_send_inline(&mut s, b"hello").unwrap();
+        let p = SendWqe::parse(&s).unwrap();
+        assert!(p.has_inline());
+        assert_eq!(send_inline(&s, p.length), Ok(&b"hello"[..]));
+        assert!(write_send_inline(&mut s, &[0; 48]).is_ok());
+        assert_eq!(write_send_inline(&mut s, &[0; 49]), Err(Error::WqeOverflow));
+        assert_eq!(send_inline_mut(&mut s, 48).map(|b| b.len()), Ok(48));
+        assert_eq!(write_send_inline(&mut s[..200], b""), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn recv_writers_round_trip() {
+        let mut s = vec![0xeeu8; 128];
+        let r = RecvWqe {
+            wr_id: 0xabcd,
+            length: 300,
+            num_sge: 2,
+        };
+        r.write(&mut s).unwrap();
+        let a = Sge {
+            addr: 0x1000,
+            length: 100,
+            lkey: 0x11,
+        };
+        let b = Sge {
+            addr: 0x2000,
+            length: 200,
+            lkey: 0x22,
+        };
+        write_recv_sge(&mut s, 0, &a).unwrap();
+        write_recv_sge(&mut s, 1, &b).unwrap();
+        assert_eq!(RecvWqe::parse(&s), Ok(r));
+        assert_eq!((recv_sge(&s, 0), recv_sge(&s, 1)), (Ok(a), Ok(b)));
+        assert!(s[8..16].iter().all(|&x| x == 0));
+        assert!(s[20..28].iter().all(|&x| x == 0));
+        assert_eq!(write_recv_sge(&mut s, 5, &a), Err(Error::WqeOverflow));
+        assert_eq!(r.write(&mut s[..39]), Err(Error::Truncated));
+        assert_eq!(write_recv_sge(&mut s[..39], 0, &a), Err(Error::Truncated));
+    }
+
     mod prop {
         use super::super::*;
         use proptest::prelude::*;
@@ -874,6 +1330,43 @@ mod tests {
                 let _ = send_atomic_write_value(&slot);
                 let _ = RecvWqe::parse(&slot);
                 let _ = recv_sge(&slot, i);
+            }
+
+            #[test]
+            fn send_encode_decode(
+                wr_id in any::<u64>(), opcode in 0u32..0x40, flags in any::<u32>(),
+                ex in any::<u32>(), a in any::<u64>(), b in any::<u64>(), c in any::<u64>(),
+                k in any::<u32>(), q in any::<u32>(), pk in any::<u16>(), len in any::<u32>(),
+                n in any::<u32>(),
+            ) {
+                let w = SendWqe {
+                    wr_id, opcode, send_flags: flags, imm_data: ex, invalidate_rkey: ex,
+                    remote_addr: a, rkey: k, compare_add: b, swap: c, remote_qpn: q,
+                    remote_qkey: k, pkey_index: pk, ah_num: q,
+                    mw: BindMw { addr: a, length: b, mr_lkey: k, mw_rkey: q, rkey: k, access: q },
+                    reg: RegMr { mr_index: q, key: k, access: n },
+                    flush_length: q, flush_type: 3, flush_level: 1,
+                    length: len, num_sge: n, iova: c,
+                };
+                let mut s = std::vec![0x5au8; 240];
+                w.write(&mut s).unwrap();
+                prop_assert_eq!(SendWqe::parse(&s).unwrap(), super::normalized(&w));
+            }
+
+            #[test]
+            fn recv_encode_decode(wr_id in any::<u64>(), len in any::<u32>(), n in 0u32..4,
+                                  addr in any::<u64>(), l in any::<u32>(), key in any::<u32>()) {
+                let mut s = std::vec![0x5au8; 104];
+                let r = RecvWqe { wr_id, length: len, num_sge: n };
+                r.write(&mut s).unwrap();
+                let sge = Sge { addr, length: l, lkey: key };
+                for i in 0..n {
+                    write_recv_sge(&mut s, i, &sge).unwrap();
+                }
+                prop_assert_eq!(RecvWqe::parse(&s), Ok(r));
+                for i in 0..n {
+                    prop_assert_eq!(recv_sge(&s, i), Ok(sge));
+                }
             }
         }
     }

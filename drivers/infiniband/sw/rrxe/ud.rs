@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! The unreliable datagram service (IBTA Vol 1 §9.8.4), for UD QPs and the
+//! GSI QP (QP1) that carries the connection manager's MADs over RoCE
+//! (Annex A17).
+//!
+//! - Requester: each SEND WQE is one packet with a DETH, addressed through
+//!   the address handle its `ah_num` names; it completes as soon as it is
+//!   handed to the IP stack (there is no acknowledge). A message longer
+//!   than the path MTU completes with `IB_WC_LOC_LEN_ERR`.
+//! - Responder: a packet whose Q_Key matches the QP's takes the next
+//!   receive WQE and fills it with the 40-byte GRH area followed by the
+//!   payload; the GRH area holds the IPv6 header, or 20 zero bytes and the
+//!   IPv4 header, as the C driver fills it. Without a receive WQE the
+//!   packet is dropped; a receive WQE too small completes with
+//!   `IB_WC_LOC_LEN_ERR`.
+
+use crate::{
+    net::skbuff::ETH_P_IP,
+    proto::{
+        bth::{
+            Bth,
+            DEFAULT_PKEY, //
+        },
+        deth::Deth,
+        immdt::ImmDt,
+        opcode::{
+            MessageKind,
+            Opcode,
+            Position,
+            Transport, //
+        },
+        packet::{
+            ExtHeaders,
+            Packet, //
+        },
+        wqe::{
+            self,
+            RecvWqe,
+            SendWqe, //
+        },
+    },
+    rdma::{
+        ah::NetworkType,
+        qp::{
+            qp_state,
+            Qp, //
+        },
+        wc::{
+            Wc,
+            WcStatus, //
+        },
+    },
+};
+use kernel::prelude::*;
+
+use super::{
+    cq::RrxeCq,
+    hw_counters::Counter,
+    mem,
+    qp::State,
+    srq::RrxeSrq,
+    tx::{
+        Path,
+        TxCtx, //
+    },
+    verbs::Rrxe, //
+};
+
+/// `IB_WC_SEND`.
+const WC_SEND: u32 = 0;
+/// `IB_WC_RECV`.
+const WC_RECV: u32 = 1 << 7;
+/// `IB_WC_GRH`.
+const WC_GRH: u32 = 1;
+/// `IB_WC_WITH_IMM`.
+const WC_WITH_IMM: u32 = 1 << 1;
+/// Bytes of the GRH area at the start of a UD receive buffer.
+pub(crate) const GRH_LEN: usize = 40;
+/// A Q_Key with this bit set in a send WR means "use the QP's Q_Key"
+/// (IBTA Vol 1 §10.2.5, C10-15).
+const QKEY_USE_QP: u32 = 0x8000_0000;
+
+fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
+    Wc {
+        wr_id,
+        status,
+        opcode,
+        byte_len,
+        ex: 0,
+        qp_num: qp.qp_num(),
+        src_qp: 0,
+        wc_flags: 0,
+        pkey_index: 0,
+        port_num: 1,
+        network_hdr_type: None,
+        vlan_id: None,
+        qp: if qp.is_user() { 0 } else { qp.wc_qp() },
+    }
+}
+
+/// The path MTU of a UD QP: the port's active MTU.
+fn mtu(qp: &Qp<Rrxe>) -> u32 {
+    qp.device().active_mtu().bytes()
+}
+
+/// Completes the oldest send WQE.
+fn complete_send(qp: &Qp<Rrxe>, st: &mut State, wr_id: u64, signaled: bool, status: WcStatus, len: u32) {
+    if status != WcStatus::Success || signaled {
+        let _ = RrxeCq::post(qp.send_cq(), &wc(qp, wr_id, status, WC_SEND, len), false);
+    }
+    st.sq.advance();
+}
+
+/// Sends every posted WQE: one packet each, completed once queued.
+pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+    if st.attr.qp_state() != qp_state::RTS {
+        return;
+    }
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let max = mtu(qp);
+    loop {
+        let idx = st.sq.consumer();
+        if st.sq.geo.is_empty(st.sq.producer(), idx) {
+            break;
+        }
+        {
+            let State { sq, sq_snap, .. } = &mut *st;
+            if sq.read_slot(idx, sq_snap).is_err() {
+                break;
+            }
+        }
+        st.snap_index = Some(idx);
+        let Ok(w) = SendWqe::parse(&st.sq_snap) else {
+            let wr_id = st
+                .sq_snap
+                .first_chunk::<8>()
+                .map_or(0, |b| u64::from_ne_bytes(*b));
+            complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0);
+            continue;
+        };
+        let signaled = sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0;
+        let kind = match w.opcode {
+            wqe::IB_WR_SEND => MessageKind::Send,
+            wqe::IB_WR_SEND_WITH_IMM => MessageKind::SendWithImm,
+            _ => {
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0);
+                continue;
+            }
+        };
+        if w.length > max {
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocLenErr, 0);
+            continue;
+        }
+        let Some(ah) = dev.lookup_ah(w.ah_num) else {
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0);
+            continue;
+        };
+        let av = ah.av();
+        let path = Path {
+            dgid: av.dgid,
+            sgid_index: av.sgid_index,
+            flow_label: av.flow_label,
+            traffic_class: av.traffic_class,
+            hop_limit: av.hop_limit,
+        };
+        let tx = match TxCtx::resolve(dev, &path, qp.qp_num(), w.remote_qpn) {
+            Ok(t) => t,
+            Err(_) => {
+                // No route: the datagram is lost, as on a wire.
+                dev.counters.inc(Counter::SendErr);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+                continue;
+            }
+        };
+        let Some(opcode) = Opcode::for_message(Transport::Ud, kind, Position::Only) else {
+            break;
+        };
+        let qkey = if w.remote_qkey & QKEY_USE_QP != 0 {
+            st.attr.qkey()
+        } else {
+            w.remote_qkey
+        };
+        let bth = Bth {
+            opcode,
+            se: w.send_flags & wqe::IB_SEND_SOLICITED != 0,
+            pkey: DEFAULT_PKEY,
+            dest_qpn: w.remote_qpn,
+            psn: st.req.take_psn(),
+            ..Bth::default()
+        };
+        let mut ext = ExtHeaders {
+            deth: Some(Deth {
+                qkey,
+                src_qpn: qp.qp_num(),
+            }),
+            ..ExtHeaders::default()
+        };
+        if kind == MessageKind::SendWithImm {
+            ext.immdt = Some(ImmDt {
+                imm_data: w.imm_data.to_ne_bytes(),
+            });
+        }
+        let built = tx.build(&bth, &ext, w.length as usize, |buf| {
+            mem::gather(
+                dev,
+                pd_id,
+                &st.sq_snap,
+                w.has_inline(),
+                w.length,
+                w.num_sge,
+                0,
+                buf,
+            )
+            .map_err(|_| EFAULT)
+        });
+        match built {
+            Ok(skb) => {
+                qp.txq.push_back(skb);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+            }
+            Err(e) if e == EFAULT => {
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocProtErr, 0);
+            }
+            Err(_) => {
+                dev.counters.inc(Counter::SendErr);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+            }
+        }
+    }
+}
+
+/// Responder: a UD SEND arrived. `ip` is the packet's IP header and
+/// `protocol` its EtherType.
+pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, ip: &[u8], protocol: u16) {
+    if !matches!(
+        st.attr.qp_state(),
+        qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
+    ) {
+        return;
+    }
+    let info = pkt.info();
+    if info.transport != Transport::Ud {
+        return;
+    }
+    let Some(deth) = pkt.ext().deth else {
+        return;
+    };
+    // GSI traffic must carry the well-known Q_Key; others the QP's.
+    if deth.qkey != st.attr.qkey() {
+        return;
+    }
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    // The next receive WQE, from the QP or its SRQ.
+    let from_rq = match &mut st.rq {
+        Some(rq) => {
+            let c = rq.consumer();
+            if rq.geo.is_empty(rq.producer(), c) || rq.read_slot(c, &mut st.rq_snap).is_err() {
+                return;
+            }
+            true
+        }
+        None => {
+            let Some(srq) = qp.srq() else {
+                return;
+            };
+            if !RrxeSrq::take(srq, &mut st.rq_snap) {
+                return;
+            }
+            false
+        }
+    };
+    if from_rq {
+        if let Some(rq) = &mut st.rq {
+            rq.advance();
+        }
+    }
+    let Ok(r) = RecvWqe::parse(&st.rq_snap) else {
+        let wr_id = st
+            .rq_snap
+            .first_chunk::<8>()
+            .map_or(0, |b| u64::from_ne_bytes(*b));
+        let _ = RrxeCq::post(qp.recv_cq(), &wc(qp, wr_id, WcStatus::LocQpOpErr, WC_RECV, 0), false);
+        return;
+    };
+    dev.counters.inc(Counter::RdmaRecvs);
+    // The GRH area: the IPv6 header, or the IPv4 header in its last 20 bytes.
+    let mut grh = [0u8; GRH_LEN];
+    let (dst, hdr_len) = if protocol == ETH_P_IP {
+        (grh.get_mut(20..), 20)
+    } else {
+        (grh.get_mut(..), 40)
+    };
+    if let (Some(dst), Some(src)) = (dst, ip.get(..hdr_len)) {
+        dst.copy_from_slice(src);
+    }
+    let payload = pkt.payload();
+    let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh).and_then(|()| {
+        mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload)
+    });
+    let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, 0);
+    match placed {
+        Ok(()) => {
+            // CAST: one packet's payload.
+            w.byte_len = (GRH_LEN + payload.len()) as u32;
+            w.src_qp = deth.src_qpn;
+            w.wc_flags = WC_GRH;
+            w.network_hdr_type = Some(if protocol == ETH_P_IP {
+                NetworkType::Ipv4
+            } else {
+                NetworkType::Ipv6
+            });
+            if let Some(imm) = pkt.ext().immdt {
+                w.ex = u32::from_ne_bytes(imm.imm_data);
+                w.wc_flags |= WC_WITH_IMM;
+            }
+        }
+        Err(mem::MemError::Length) => w.status = WcStatus::LocLenErr,
+        Err(_) => w.status = WcStatus::LocProtErr,
+    }
+    let _ = RrxeCq::post(qp.recv_cq(), &w, pkt.bth().se);
+}
