@@ -23,6 +23,7 @@
 #include <linux/timer.h>
 #include <linux/udp.h>
 #include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <net/dst.h>
 #include <net/ip.h>
@@ -770,6 +771,28 @@ void rrxe_helper_mod_timer_usecs(struct timer_list *timer, u64 usecs)
 	else
 		delta = usecs_to_jiffies((unsigned int)usecs);
 	mod_timer(timer, jiffies + max(delta, 1UL));
+}
+
+/*
+ * include/linux/workqueue.h: the per-QP transmit kick, a work item on the
+ * BH workqueue (it runs in softirq, with interrupts enabled, soon after it
+ * is queued).
+ */
+
+void rrxe_helper_init_work(struct work_struct *work,
+			   void (*fn)(struct work_struct *))
+{
+	INIT_WORK(work, fn);
+}
+
+bool rrxe_helper_queue_bh_work(struct work_struct *work)
+{
+	return queue_work(system_bh_wq, work);
+}
+
+bool rrxe_helper_irqs_disabled(void)
+{
+	return irqs_disabled();
 }
 
 /* CQ callbacks of the consumer. */

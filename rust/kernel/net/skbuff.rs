@@ -439,6 +439,12 @@ pub fn xmit_udp(net: &Namespace, skb: SkBuff) -> Result {
     to_result(unsafe { bindings::xmit_udp(net.as_raw(), skb.as_ptr()) })
 }
 
+/// Whether [`xmit_udp`] may be called here: not with interrupts disabled.
+pub fn xmit_allowed() -> bool {
+    // SAFETY: Reads the CPU's interrupt state.
+    !unsafe { bindings::irqs_disabled() }
+}
+
 /// A FIFO of skbs (`struct sk_buff_head`) with its own IRQ-safe lock: any
 /// context may push and pop.
 ///

@@ -264,6 +264,10 @@ pub trait Driver: Sized + 'static {
     /// is alive for the call.
     fn qp_timer(_qp: &Qp<Self>, _t: QpTimer) {}
 
+    /// The kick of `qp` ([`Qp::kick`]) runs: in softirq, with interrupts
+    /// enabled; the QP is alive for the call.
+    fn qp_kick(_qp: &Qp<Self>) {}
+
     /// Posts a send WR of a kernel consumer, or rings the doorbell of a user
     /// QP (`None`).
     ///

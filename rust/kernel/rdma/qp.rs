@@ -715,6 +715,8 @@ pub struct Qp<T: Driver> {
     dying: Atomic<bool>,
     retransmit_timer: Timer,
     rnr_timer: Timer,
+    /// The kick ([`Qp::kick`]); while queued it owns a reference.
+    kick_work: Opaque<bindings::work_struct>,
     data: T::QpData,
 }
 
@@ -867,6 +869,25 @@ impl<T: Driver> Qp<T> {
         self.timer(t).cancel();
     }
 
+    /// Has [`Driver::qp_kick`] called soon in softirq (on the BH
+    /// workqueue), e.g. to transmit what was built in a context that cannot
+    /// (interrupts disabled). Queued at most once at a time. Any context.
+    /// A no-op once destruction began.
+    pub fn kick(&self) {
+        if self.is_dying() {
+            return;
+        }
+        // The queued work owns a reference: destruction waits for it. The caller's `&self`
+        // comes with a reference, so the count is not zero.
+        self.live.get();
+        // SAFETY: `kick_work` was initialised by `setup_timers`.
+        if !unsafe { bindings::queue_bh_work(self.kick_work.get()) } {
+            // Already queued, with its own reference.
+            // SAFETY: We own the reference taken above; the caller's keeps `self` alive.
+            unsafe { Liveness::put(&raw const self.live) };
+        }
+    }
+
     /// Sets up the timers.
     ///
     /// # Safety
@@ -878,6 +899,10 @@ impl<T: Driver> Qp<T> {
         unsafe {
             Timer::setup(&raw mut (*this).retransmit_timer, Self::retransmit_callback);
             Timer::setup(&raw mut (*this).rnr_timer, Self::rnr_callback);
+            bindings::init_work(
+                Opaque::cast_into(&raw const (*this).kick_work),
+                Some(Self::kick_callback),
+            );
         }
     }
 
@@ -886,6 +911,12 @@ impl<T: Driver> Qp<T> {
     fn shutdown_timers(&self) {
         self.retransmit_timer.shutdown_sync();
         self.rnr_timer.shutdown_sync();
+        // `dying` is set: no new kick is queued. A cancelled kick drops the reference it owned.
+        // SAFETY: `kick_work` was initialised by `setup_timers`.
+        if unsafe { bindings::cancel_work_sync(self.kick_work.get()) } {
+            // SAFETY: The cancelled work owned this reference; ours keeps `self` alive.
+            unsafe { Liveness::put(&raw const self.live) };
+        }
     }
 
     /// Expiry of the retransmit timer.
@@ -913,6 +944,20 @@ impl<T: Driver> Qp<T> {
         // SAFETY: As in `retransmit_callback`.
         let qp = unsafe { &*kernel::container_of!(t.cast::<Timer>(), Self, rnr_timer) };
         T::qp_timer(qp, QpTimer::Rnr);
+    }
+
+    /// The kick work ran.
+    ///
+    /// # Safety
+    ///
+    /// Called by the workqueue with the `kick_work` of a `Qp<T>` queued by
+    /// [`Qp::kick`], which owns a reference.
+    unsafe extern "C" fn kick_callback(w: *mut bindings::work_struct) {
+        // SAFETY: `w` is the `kick_work` of a `Qp<T>`, kept alive by the work's reference.
+        let qp = unsafe { &*kernel::container_of!(Opaque::cast_from(w), Self, kick_work) };
+        T::qp_kick(qp);
+        // SAFETY: The work owned this reference; `qp` is not used afterwards.
+        unsafe { Liveness::put(&raw const qp.live) };
     }
 
     /// Unpublishes the QP and shuts its timers down: the first steps of

@@ -17,6 +17,7 @@ use crate::{
         self,
         route::Route,
         skbuff::{
+            xmit_allowed,
             xmit_udp,
             UdpIpHdr, //
         },
@@ -127,6 +128,12 @@ fn proto_err(_: proto::Error) -> Error {
 /// Hands the packets queued on `qp` to the IP stack. Never called with the
 /// QP's state lock held (the IP stack must run with interrupts enabled).
 pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
+    // A kernel consumer may post with interrupts disabled (ib_mad posts
+    // under an irqsave lock): the IP stack then runs from the QP's kick.
+    if !xmit_allowed() {
+        qp.kick();
+        return;
+    }
     let dev = qp.device();
     let net = dev.ndev().net();
     loop {

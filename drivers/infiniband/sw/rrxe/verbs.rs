@@ -266,6 +266,10 @@ impl Driver for Rrxe {
         RrxeQp::timer(qp, t);
     }
 
+    fn qp_kick(qp: &Qp<Self>) {
+        super::tx::send_queued(qp);
+    }
+
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
         RrxeQp::post_recv(qp, wr)
     }
