@@ -790,6 +790,25 @@ bool rrxe_helper_queue_bh_work(struct work_struct *work)
 	return queue_work(system_bh_wq, work);
 }
 
+/* Link-layer multicast filter of a net device (UD multicast groups). */
+int rrxe_helper_netdev_mc_add(struct net_device *dev, const unsigned char *addr)
+{
+	return dev_mc_add(dev, addr);
+}
+
+int rrxe_helper_netdev_mc_del(struct net_device *dev, const unsigned char *addr)
+{
+	return dev_mc_del(dev, addr);
+}
+
+/* Whether @skb's route goes out through a loopback device. */
+bool rrxe_helper_skb_dst_is_loopback(struct sk_buff *skb)
+{
+	struct dst_entry *dst = skb_dst(skb);
+
+	return dst && dst->dev && (dst->dev->flags & IFF_LOOPBACK);
+}
+
 bool rrxe_helper_irqs_disabled(void)
 {
 	return irqs_disabled();

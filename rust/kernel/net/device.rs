@@ -107,6 +107,19 @@ impl Device {
         Some(unsafe { Device::from_raw(real) })
     }
 
+    /// Adds the link-layer multicast address `addr` to the device's filter
+    /// (`dev_mc_add`; counted, so every add needs a [`Device::mc_del`]).
+    pub fn mc_add(&self, addr: &[u8; 6]) -> kernel::error::Result {
+        // SAFETY: The device is valid; `addr` points to 6 readable bytes.
+        kernel::error::to_result(unsafe { bindings::netdev_mc_add(self.as_raw(), addr.as_ptr()) })
+    }
+
+    /// Removes one use of the link-layer multicast address `addr`.
+    pub fn mc_del(&self, addr: &[u8; 6]) -> kernel::error::Result {
+        // SAFETY: As in `mc_add`.
+        kernel::error::to_result(unsafe { bindings::netdev_mc_del(self.as_raw(), addr.as_ptr()) })
+    }
+
     /// Returns whether the device is administratively up (`IFF_UP`).
     pub fn is_up(&self) -> bool {
         // SAFETY: `self` is valid.

@@ -174,6 +174,13 @@ impl SkBuff {
         Ok(())
     }
 
+    /// Whether the skb's route leaves through a loopback device, i.e. its
+    /// destination is an address of this host.
+    pub fn dst_is_loopback(&self) -> bool {
+        // SAFETY: `self.ptr` is valid by the type invariant.
+        unsafe { bindings::skb_dst_is_loopback(self.as_raw()) }
+    }
+
     /// Allocates an skb for a UDP payload of `len` bytes to be sent over
     /// `route` out of `dev`, with the payload zeroed and put: the data is
     /// the payload, to be filled through [`SkBuff::data_mut`] before

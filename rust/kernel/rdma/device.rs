@@ -235,6 +235,17 @@ pub trait Driver: Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Attaches UD QP `qp` to the multicast group `mgid`
+    /// (`ibv_attach_mcast`); attaching twice is not an error.
+    fn attach_mcast(_qp: &Qp<Self>, _mgid: &Gid) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches `qp` from the multicast group `mgid`.
+    fn detach_mcast(_qp: &Qp<Self>, _mgid: &Gid) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the state of a new QP and returns it with the QP number; the
     /// driver updates `attr.cap` to what it allocated.
     fn create_qp(
@@ -834,6 +845,16 @@ impl<T: Driver> OpsTable<T> {
             None
         },
         dereg_mr: Some(Mr::<T>::dereg_callback),
+        attach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Qp::<T>::attach_mcast_callback)
+        } else {
+            None
+        },
+        detach_mcast: if T::HAS_DETACH_MCAST {
+            Some(Qp::<T>::detach_mcast_callback)
+        } else {
+            None
+        },
         create_qp: Some(Qp::<T>::create_callback),
         modify_qp: Some(Qp::<T>::modify_callback),
         query_qp: Some(Qp::<T>::query_callback),

@@ -20,7 +20,8 @@ use crate::{
             Published, //
         },
         timer::Timer,
-        udata::Udata, //
+        udata::Udata,
+        Gid, //
     },
 };
 use core::{
@@ -944,6 +945,46 @@ impl<T: Driver> Qp<T> {
         // SAFETY: As in `retransmit_callback`.
         let qp = unsafe { &*kernel::container_of!(t.cast::<Timer>(), Self, rnr_timer) };
         T::qp_timer(qp, QpTimer::Rnr);
+    }
+
+    /// `attach_mcast` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live QP with a valid GID.
+    pub(crate) unsafe extern "C" fn attach_mcast_callback(
+        ptr: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            // SAFETY: `gid` is valid for the call; every bit pattern is a valid `[u8; 16]`.
+            let mgid = Gid(unsafe { *(*gid).raw.as_ref() });
+            T::attach_mcast(qp, &mgid)?;
+            Ok(0)
+        })
+    }
+
+    /// `detach_mcast` callback.
+    ///
+    /// # Safety
+    ///
+    /// As for `attach_mcast_callback`.
+    pub(crate) unsafe extern "C" fn detach_mcast_callback(
+        ptr: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            // SAFETY: As in `attach_mcast_callback`.
+            let mgid = Gid(unsafe { *(*gid).raw.as_ref() });
+            T::detach_mcast(qp, &mgid)?;
+            Ok(0)
+        })
     }
 
     /// The kick work ran.

@@ -11,7 +11,6 @@ use crate::rdma::{
     ah::{
         Ah,
         AhAttr,
-        Av,
         NetworkType, //
     },
     device::Device,
@@ -21,8 +20,13 @@ use kernel::prelude::*;
 
 use super::{
     param::PORT_GID_TBL_LEN,
+    tx::{
+        Path,
+        TxCtx, //
+    },
     verbs::Rrxe, //
 };
+use crate::net::skbuff::xmit_allowed;
 
 /// State of an address handle.
 pub(crate) struct RrxeAh {
@@ -30,6 +34,10 @@ pub(crate) struct RrxeAh {
     pub(crate) attr: AhAttr,
     /// Index reported to user space (`struct rxe_create_ah_resp`).
     pub(crate) ah_num: u32,
+    /// The route and headers to the destination, resolved at creation
+    /// (UD sends run with the QP's lock held, where no route lookup can
+    /// run); `None` if there was no route then.
+    pub(crate) tx: Option<TxCtx>,
 }
 
 /// Checks an address vector as `rxe_av_chk_attr` does, with its errno
@@ -69,13 +77,20 @@ impl RrxeAh {
                 }
             }
         }
-        Ok((try_init!(Self { attr, ah_num }), ah_num))
-    }
-
-    /// The address vector: destination GID, source GID index, flow label,
-    /// traffic class, hop limit and destination MAC.
-    pub(crate) fn av(&self) -> Av {
-        self.attr.av()
+        let tx = if xmit_allowed() {
+            let av = attr.av();
+            let path = Path {
+                dgid: av.dgid,
+                sgid_index: av.sgid_index,
+                flow_label: av.flow_label,
+                traffic_class: av.traffic_class,
+                hop_limit: av.hop_limit,
+            };
+            TxCtx::resolve(dev, &path, 0, 0).ok()
+        } else {
+            None
+        };
+        Ok((try_init!(Self { attr, ah_num, tx }), ah_num))
     }
 
     /// Network type of the source GID (RoCEv2 over IPv4 or IPv6; checked at

@@ -68,6 +68,9 @@ pub(crate) struct RrxeDev {
     /// for the device's lifetime, so that softirq context never has to ask
     /// the RDMA core for it (`ib_device_get_netdev` is not softirq-safe).
     ndev: ARef<net::Device>,
+    /// UD multicast groups.
+    #[pin]
+    pub(crate) mcast: super::mcast::Groups,
 }
 
 impl RrxeDev {
@@ -99,6 +102,7 @@ impl RrxeDev {
             counters: Counters::new(),
             _ns: ns?,
             ndev: held,
+            mcast <- crate::rdma::lock::new_spinlock_irq!(KVec::new(), "RrxeDev::mcast"),
         })
     }
 

@@ -16,7 +16,10 @@
 //! order, with `IB_WC_WR_FLUSH_ERR`.
 
 use crate::{
-    net::skbuff::SkbQueue,
+    net::skbuff::{
+        xmit_allowed,
+        SkbQueue, //
+    },
     proto::{
         packet::Packet,
         psn::Psn, //
@@ -512,6 +515,8 @@ pub(crate) struct RrxeQp {
     pub(crate) txq: SkbQueue,
     /// A context is sending `txq`.
     sending: Atomic<bool>,
+    /// Multicast groups the QP is attached to.
+    pub(crate) mcast_count: Atomic<u32>,
     /// Index from the QP pool (`None` for the GSI QP).
     index: Option<u32>,
     sq_sig_all: bool,
@@ -680,6 +685,7 @@ impl RrxeQp {
             ),
             txq <- SkbQueue::new(),
             sending: Atomic::new(false),
+            mcast_count: Atomic::new(0),
             index,
             sq_sig_all,
         });
@@ -825,15 +831,41 @@ impl RrxeQp {
                 _ => {}
             }
         }
+        let connected = st.attr.qp_state() >= qp_state::RTR;
+        drop(st);
+        if connected {
+            Self::prepare_tx(qp);
+        }
         if run {
             // WQEs posted before RTS go out now.
-            Self::run_send(qp, &mut st);
-        }
-        drop(st);
-        if run {
+            Self::run_send(qp, &mut qp.state.lock());
             tx::send_queued(qp);
         }
         Ok(())
+    }
+
+    /// Resolves the route of a connected QP whose path is set, outside the
+    /// state lock: a route lookup cannot run with interrupts disabled. A
+    /// no-op when it is resolved already or interrupts are disabled here.
+    pub(crate) fn prepare_tx(qp: &Qp<Rrxe>) {
+        if !matches!(qp.qp_type(), qp_type::RC | qp_type::UC) || !xmit_allowed() {
+            return;
+        }
+        let (path, rqpn) = {
+            let st = qp.state.lock();
+            let s = st.attr.qp_state();
+            if st.tx.is_some() || s < qp_state::RTR || s == qp_state::ERR {
+                return;
+            }
+            (st.path, st.attr.dest_qp_num())
+        };
+        let Ok(ctx) = TxCtx::resolve(qp.device(), &path, qp.qp_num(), rqpn) else {
+            return;
+        };
+        let mut st = qp.state.lock();
+        if st.tx.is_none() && st.path == path && st.attr.dest_qp_num() == rqpn {
+            st.tx = Some(ctx);
+        }
     }
 
     /// Runs the requester of the QP's service.
@@ -861,6 +893,7 @@ impl RrxeQp {
     /// A packet for this QP passed the receive checks. `ip` is its IP
     /// header and `protocol` the EtherType.
     pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, ip: &[u8], protocol: u16) {
+        Self::prepare_tx(qp);
         let ty = qp.qp_type();
         {
             let mut st = qp.state.lock();
@@ -886,6 +919,7 @@ impl RrxeQp {
 
     /// A timer of the QP fired.
     pub(crate) fn timer(qp: &Qp<Rrxe>, t: QpTimer) {
+        Self::prepare_tx(qp);
         {
             let mut st = qp.state.lock();
             rc::on_timer(qp, &mut st, t, qp.sq_sig_all);
@@ -900,6 +934,10 @@ impl RrxeQp {
 
     /// Destroys the QP: detaches from the CQs and frees the QPN.
     pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
+        // As the C driver: detach from every multicast group first.
+        if qp.mcast_count.load(Relaxed) != 0 {
+            return Err(EBUSY);
+        }
         qp.send_cq().num_wq.fetch_sub(1, Relaxed);
         qp.recv_cq().num_wq.fetch_sub(1, Relaxed);
         match qp.index {
@@ -912,12 +950,15 @@ impl RrxeQp {
     /// `post_send`: queues a kernel WR or handles a user doorbell, then
     /// runs the requester.
     pub(crate) fn post_send(qp: &Qp<Rrxe>, wr: Option<&SendWr<'_, Rrxe>>) -> Result {
+        Self::prepare_tx(qp);
         let mut st = qp.state.lock();
         let state = st.attr.qp_state();
+        // Posting (or ringing the doorbell) before RTS is refused, as the C
+        // driver does.
+        if state < qp_state::RTS {
+            return Err(EINVAL);
+        }
         if let Some(wr) = wr {
-            if state < qp_state::RTS {
-                return Err(EINVAL);
-            }
             let (w, kind) = check_send_wr(qp, &st.attr.cap(), wr)?;
             st.sq.post(|slot| write_send_wqe(wr, &w, kind, slot))?;
         }

@@ -251,15 +251,12 @@ fn path_mtu(st: &State) -> PathMtu {
 }
 
 /// The transmit context, resolved on first use.
+/// The transmit context, resolved outside the lock by
+/// `RrxeQp::prepare_tx` (a route lookup cannot run with interrupts off).
+/// Without one, nothing is sent: the retransmit timer tries again.
 fn tx_ctx<'a>(qp: &Qp<Rrxe>, st: &'a mut State) -> Option<&'a TxCtx> {
     if st.tx.is_none() {
-        match TxCtx::resolve(qp.device(), &st.path, qp.qp_num(), st.attr.dest_qp_num()) {
-            Ok(c) => st.tx = Some(c),
-            Err(_) => {
-                qp.device().counters.inc(Counter::SendErr);
-                return None;
-            }
-        }
+        qp.device().counters.inc(Counter::SendErr);
     }
     st.tx.as_ref()
 }

@@ -38,6 +38,7 @@ use crate::{
     },
     proto::{
         self,
+        bth::MULTICAST_QPN,
         icrc::UDP_HDR_LEN,
         packet::parse_packet, //
     },
@@ -46,6 +47,7 @@ use crate::{
             Device,
             RegisteredDevice, //
         },
+        qp::qp_type,
         Gid, //
     },
 };
@@ -53,6 +55,7 @@ use crate::{
 use super::{
     hw_counters::Counter,
     icrc::KernelCrc32,
+    mcast,
     qp::RrxeQp,
     verbs::Rrxe, //
 };
@@ -77,6 +80,25 @@ impl EncapRcv for Rx {
         if let Err(reason) = rcv(&dev, ndev, skb) {
             dev.counters.inc(reason);
         }
+    }
+}
+
+/// Receives a packet rrxe built for an address of this host: `skb` holds
+/// the IP header, UDP header and RoCEv2 payload, as after transmit
+/// preparation. It goes through every receive check, like a packet from
+/// the wire.
+pub(crate) fn deliver_local(dev: &Device<Rrxe>, mut skb: SkBuff) {
+    let ip_len = match skb.data().first().map(|b| b >> 4) {
+        Some(4) => skb.data().first().map_or(0, |b| usize::from(b & 0xf) * 4),
+        Some(6) => 40,
+        _ => 0,
+    };
+    if ip_len == 0 || skb.pull(ip_len).is_err() {
+        dev.counters.inc(Counter::RcvdDropOther);
+        return;
+    }
+    if let Err(reason) = rcv(dev, dev.ndev(), skb) {
+        dev.counters.inc(reason);
     }
 }
 
@@ -114,6 +136,35 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     check_dgid(dev, ndev, skb.protocol(), ip)?;
     pkt.verify_icrc(&KernelCrc32, ip, udp)
         .map_err(drop_reason)?;
+    if pkt.bth().dest_qpn == MULTICAST_QPN {
+        // One copy for every attached UD QP.
+        let mut dgid = [0u8; 16];
+        match skb.protocol() {
+            ETH_P_IP => {
+                dgid[10] = 0xff;
+                dgid[11] = 0xff;
+                dgid[12..].copy_from_slice(ip.get(16..20).ok_or(Counter::RcvdDropOther)?);
+            }
+            _ => dgid.copy_from_slice(ip.get(24..40).ok_or(Counter::RcvdDropOther)?),
+        }
+        let mut delivered = false;
+        mcast::for_each_member(&dev.mcast, &dgid, |qpn| {
+            if let Some(qp) = dev.lookup_qp(qpn) {
+                if qp.qp_type() == qp_type::UD {
+                    RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
+                    delivered = true;
+                }
+            }
+        });
+        if !delivered {
+            return Err(Counter::RcvdDropBadQpn);
+        }
+        dev.counters.inc(Counter::RcvdPkts);
+        // CAST: lengths of one IP packet fit in a `u64`.
+        dev.counters
+            .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
+        return Ok(());
+    }
     let Some(qp) = dev.lookup_qp(pkt.bth().dest_qpn) else {
         return Err(Counter::RcvdDropBadQpn);
     };

@@ -13,6 +13,7 @@ mod device;
 mod hw_counters;
 mod icrc;
 mod link;
+mod mcast;
 mod mem;
 mod mr;
 mod mtu;

@@ -60,7 +60,7 @@ pub(crate) struct TxCtx {
 }
 
 /// The address vector of a connected QP, as set by `modify_qp`.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Path {
     /// Destination GID.
     pub(crate) dgid: [u8; 16],
@@ -101,6 +101,32 @@ impl TxCtx {
         payload_len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result,
     ) -> Result<SkBuff> {
+        self.build_from(self.hdr.sport, bth, ext, payload_len, fill)
+    }
+
+    /// As [`TxCtx::build`], for datagrams: the UDP source port follows the
+    /// QPNs of each packet (`lqpn` sending to `rqpn`).
+    pub(crate) fn build_datagram(
+        &self,
+        lqpn: u32,
+        rqpn: u32,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result<SkBuff> {
+        let sport = udp_sport(self.hdr.flow_label, lqpn, rqpn);
+        self.build_from(sport, bth, ext, payload_len, fill)
+    }
+
+    fn build_from(
+        &self,
+        sport: u16,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result<SkBuff> {
         let info = bth.opcode.info().ok_or(EINVAL)?;
         let len = packet_len(info, payload_len).ok_or(EINVAL)?;
         let mut skb = SkBuff::alloc_udp(&self.ndev, &self.route, len)?;
@@ -114,7 +140,8 @@ impl TxCtx {
             let end = h.checked_add(payload_len).ok_or(EINVAL)?;
             fill(data.get_mut(h..end).ok_or(EINVAL)?)?;
         }
-        skb.push_udp_ip(&self.route, &self.hdr)?;
+        let hdr = UdpIpHdr { sport, ..self.hdr };
+        skb.push_udp_ip(&self.route, &hdr)?;
         let (ip, udp, roce) = skb.ip_udp_payload().ok_or(EINVAL)?;
         icrc::generate(&KernelCrc32, ip, udp, roce).map_err(proto_err)?;
         Ok(skb)
@@ -143,6 +170,16 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
         }
         while let Some(skb) = qp.txq.pop_front() {
             let len = skb.len();
+            if skb.dst_is_loopback() {
+                // To an address of this host: straight to the receive path,
+                // as the C driver's loopback does (the IP stack would hand
+                // it back on `lo`, which carries no rrxe device).
+                dev.counters.inc(Counter::SentPkts);
+                // CAST: the length of one packet.
+                dev.counters.add(Counter::SentBytes, len as u64);
+                super::recv::deliver_local(dev, skb);
+                continue;
+            }
             match xmit_udp(net, skb) {
                 Ok(()) => {
                     dev.counters.inc(Counter::SentPkts);

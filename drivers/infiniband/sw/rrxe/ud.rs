@@ -62,10 +62,6 @@ use super::{
     mem,
     qp::State,
     srq::RrxeSrq,
-    tx::{
-        Path,
-        TxCtx, //
-    },
     verbs::Rrxe, //
 };
 
@@ -159,22 +155,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0);
             continue;
         };
-        let av = ah.av();
-        let path = Path {
-            dgid: av.dgid,
-            sgid_index: av.sgid_index,
-            flow_label: av.flow_label,
-            traffic_class: av.traffic_class,
-            hop_limit: av.hop_limit,
-        };
-        let tx = match TxCtx::resolve(dev, &path, qp.qp_num(), w.remote_qpn) {
-            Ok(t) => t,
-            Err(_) => {
-                // No route: the datagram is lost, as on a wire.
-                dev.counters.inc(Counter::SendErr);
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
-                continue;
-            }
+        // The route was resolved when the AH was created.
+        let Some(tx) = ah.tx.as_ref() else {
+            // No route: the datagram is lost, as on a wire.
+            dev.counters.inc(Counter::SendErr);
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+            continue;
         };
         let Some(opcode) = Opcode::for_message(Transport::Ud, kind, Position::Only) else {
             break;
@@ -204,7 +190,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 imm_data: w.imm_data.to_ne_bytes(),
             });
         }
-        let built = tx.build(&bth, &ext, w.length as usize, |buf| {
+        let built = tx.build_datagram(qp.qp_num(), w.remote_qpn, &bth, &ext, w.length as usize, |buf| {
             mem::gather(
                 dev,
                 pd_id,

@@ -266,6 +266,14 @@ impl Driver for Rrxe {
         RrxeQp::timer(qp, t);
     }
 
+    fn attach_mcast(qp: &Qp<Self>, mgid: &Gid) -> Result {
+        super::mcast::attach(qp, mgid)
+    }
+
+    fn detach_mcast(qp: &Qp<Self>, mgid: &Gid) -> Result {
+        super::mcast::detach(qp, mgid)
+    }
+
     fn qp_kick(qp: &Qp<Self>) {
         super::tx::send_queued(qp);
     }
