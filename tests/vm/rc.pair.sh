@@ -1,8 +1,9 @@
 # The RC data path between two VMs with the stock tools: ibv_rc_pingpong
 # with data validation (-c) at sizes around the 1024-byte path MTU and up to
 # 64 KiB, in event mode (-e), ibv_srq_pingpong, the RNR path (a SEND with
-# no receive posted), and the port counters moving on both sides.  VM 1
-# serves, VM 2 is the client.  The 1 MiB size runs in rc-large (fast kernel).
+# no receive posted), a ping-pong after thousands of malformed packets, and
+# the port counters moving on both sides.  VM 1 serves, VM 2 is the client.
+# The 1 MiB size runs in rc-large (fast kernel).
 # drivers: rxe rrxe
 
 check "link-add-vm$VM" rdma_up
@@ -40,6 +41,69 @@ for size in 1 1023 1024 1025 4096 65536; do
 done
 pair rc-pingpong-events 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -e -s 4096 -n 200
 pair srq-pingpong 300 ibv_srq_pingpong -d "$IBDEV" -g "$GID" -s 4096 -n 200
+
+# Malformed packets on UDP 4791 leave the device working: VM 2 sends a few
+# kinds of them (the builder of tests/vm/garbage.pair.sh, trimmed; that suite
+# checks how each kind is counted), then a ping-pong must still pass.
+cat >/tmp/garbage.py <<'EOF'
+import random, socket, struct, sys, time, zlib
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rnd = random.Random(4791)
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+def send(body, ipid, icrc=True):
+    """IPv4 + UDP + body + ICRC (a wrong one if icrc is False, none if None)."""
+    tail = 0 if icrc is None else 4
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + len(body) + tail, ipid, 0x4000,
+                     64, 17, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    udp = struct.pack("!HHHH", 0xC000 | rnd.randrange(0x4000), 4791, 8 + len(body) + tail, 0)
+    crc = b""
+    if icrc is not None:
+        # Masked: LRH, IP TOS/TTL/checksum, UDP checksum, BTH resv8a.
+        masked = ip[:1] + b"\xff" + ip[2:8] + b"\xff" + ip[9:10] + b"\xff\xff" + ip[12:]
+        crc = struct.pack("<I", zlib.crc32(b"\xff" * 8 + masked + udp[:6] + b"\xff\xff" +
+                                           body[:4] + b"\xff" + body[5:]))
+        if not icrc:
+            crc = bytes(c ^ 0x5A for c in crc)
+    raw.sendto(ip + udp + body + crc, (dst, 0))
+
+def bth(op, tver=0):
+    qpn = rnd.randrange(2, 0xFFFFFF)
+    return struct.pack("!BBHII", op, tver, 0xFFFF, qpn, rnd.randrange(1 << 24))
+
+for i in range(n):
+    k = i % 6
+    if k == 0:    # bad ICRC
+        send(bth(0x04) + b"garbage!", i, icrc=False)
+    elif k == 1:  # unknown QPN
+        send(bth(0x04) + b"garbage!", i)
+    elif k == 2:  # unknown opcode
+        send(bth(rnd.choice([0x15, 0x1B, 0x40, 0xE0])) + bytes(16), i)
+    elif k == 3:  # shorter than a BTH
+        send(bytes(rnd.randrange(256) for _ in range(1 + i % 11)), i, icrc=None)
+    elif k == 4:  # transport version not 0
+        send(bth(0x04, tver=1 + i % 15) + b"garbage!", i)
+    else:         # RDMA WRITE without room for its RETH
+        send(bth(0x0A) + bytes(4), i)
+    if i % 20 == 19:
+        time.sleep(0.02)
+EOF
+drops() { cat "$HWC"/rcvd_drop_* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+if [ "$VM" = 1 ]; then
+	rcvd=$(cat "$HWC/rcvd_pkts") dropped=$(drops)
+	barrier garbage
+	barrier garbage-sent 300
+	sleep 1
+	echo "# garbage: rcvd_pkts +$(($(cat "$HWC/rcvd_pkts") - rcvd)), rcvd_drop_* +$(($(drops) - dropped))"
+	check "garbage-not-received" test "$(cat "$HWC/rcvd_pkts")" -eq "$rcvd"
+	[ "$DRIVER" != rrxe ] || check "garbage-dropped" test "$(($(drops) - dropped))" -eq 3000
+else
+	ping -c1 -W1 "$PEER_IP" >/dev/null
+	barrier garbage
+	check "send-garbage" python3 /tmp/garbage.py "$MY_IP" "$PEER_IP" 3000
+	barrier garbage-sent 300
+fi
+pair rc-pingpong-after-garbage 600 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 4096 -n 100
 
 # Counters: both sides sent and received packets.
 moved() {

@@ -1,0 +1,487 @@
+# The RC error paths between two VMs, each case asserting what the verbs
+# user sees (completion status, opcode, length, immediate data, QP state),
+# what the peer's memory holds afterwards, and which port counters moved.
+# Small pyverbs programs (one per VM, below) exchange QPN, PSN, GID and MR
+# keys over TCP, as ibv_rc_pingpong does, and make fresh QPs for each case:
+#   rnr-retryN    SEND to a QP with no receive posted, rnr_retry N:
+#                 RNR_RETRY_EXC_ERR after exactly N+1 RNR NAKs, QP in ERR,
+#                 the next SEND flushed; the responder stays in RTS
+#   rnr-infinite  rnr_retry 7: the receive is posted 1 s late, the SEND
+#                 then completes and delivers its exact bytes
+#   retry-exc     the peer's QP is destroyed: RETRY_EXC_ERR after retry_cnt
+#                 retransmissions, then the outstanding SENDs flushed
+#   write         RDMA WRITE and WRITE_WITH_IMM at offsets: the written
+#                 range holds the data, nothing outside it changes, the
+#                 immediate consumes a receive (RECV_RDMA_WITH_IMM, imm,
+#                 byte_len) without touching its buffer
+#   acc-*         WRITE with a wrong rkey, past the end of the MR, and to an
+#                 MR without REMOTE_WRITE: REM_ACCESS_ERR, both QPs in ERR,
+#                 the target memory unchanged
+# The counters (hw_counters, same names on rxe and rrxe) are checked in the
+# case that must move them.  No READ or atomics (rrxe has neither yet).
+# VM 1 is the responder, VM 2 the requester.
+# drivers: rxe rrxe
+
+check "link-add-vm$VM" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+
+cat >/tmp/rc_errors.py <<'EOF'
+import json, os, random, socket, sys, time, traceback
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.qp import QP, QPCap, QPInitAttr, QPAttr
+from pyverbs.addr import AHAttr, GlobalRoute, GID
+from pyverbs.wr import SendWR, RecvWR, SGE
+import pyverbs.enums as e
+
+VM, DEV, GIDX, PEER, DRIVER = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+HWC = f"/sys/class/infiniband/{DEV}/ports/1/hw_counters"
+CTL_PORT = 7470
+STATE = {e.IBV_QPS_RESET: "RESET", e.IBV_QPS_INIT: "INIT", e.IBV_QPS_RTR: "RTR",
+         e.IBV_QPS_RTS: "RTS", e.IBV_QPS_SQD: "SQD", e.IBV_QPS_SQE: "SQE",
+         e.IBV_QPS_ERR: "ERR"}
+RW = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+
+def log(*a):
+    print("#", *a, flush=True)
+
+def result(name, ok, detail=""):
+    print(f"RESULT {name}-vm{VM} {'pass' if ok else 'fail'} {detail}", flush=True)
+    return ok
+
+def plain(v):
+    """Enum members as plain numbers, for readable details."""
+    if isinstance(v, (list, tuple)):
+        return type(v)(plain(x) for x in v)
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+def expect(name, got, want):
+    got, want = plain(got), plain(want)
+    return result(name, got == want, f"got {got!r}, want {want!r}")
+
+class Abort(Exception):
+    pass
+
+class Ctl:
+    """JSON lines over TCP; VM 1 listens, VM 2 connects."""
+    def __init__(self):
+        if VM == 1:
+            ls = socket.socket()
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind(("", CTL_PORT))
+            ls.listen(1)
+            ls.settimeout(180)
+            self.s, _ = ls.accept()
+        else:
+            deadline = time.time() + 180
+            while True:
+                try:
+                    self.s = socket.create_connection((PEER, CTL_PORT), timeout=5)
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(1)
+        self.s.settimeout(120)
+        self.f = self.s.makefile("r")
+
+    def send(self, obj):
+        self.s.sendall((json.dumps(obj) + "\n").encode())
+
+    def recv_raw(self):
+        line = self.f.readline()
+        if not line:
+            raise EOFError("control connection closed")
+        return json.loads(line)
+
+    def recv(self):
+        m = self.recv_raw()
+        if "abort" in m:
+            raise Abort(f"peer aborted {m['abort']}")
+        return m
+
+    def xchg(self, obj):
+        self.send(obj)
+        return self.recv()
+
+    def sync(self, tag):
+        """Meet the peer at TAG, skipping what is left of an aborted case."""
+        self.send({"sync": tag})
+        while True:
+            m = self.recv_raw()
+            if m.get("sync") == tag:
+                return
+
+def counters():
+    return {n: int(open(f"{HWC}/{n}").read()) for n in os.listdir(HWC)}
+
+def delta(c0, name):
+    return counters().get(name, 0) - c0.get(name, 0)
+
+def pattern(seed, n):
+    return bytes((i * 13 + seed) & 0xFF for i in range(n))
+
+ctx = Context(name=DEV)
+MY_GID = ctx.query_gid(1, GIDX).gid
+
+class End:
+    """One RC QP with its CQ and a data MR, and its connection."""
+    def __init__(self, mr_size=4096, mr_access=RW, fill=0):
+        self.pd = PD(ctx)
+        self.cq = CQ(ctx, 64)
+        cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
+        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
+                                         rcq=self.cq, cap=cap, sq_sig_all=1))
+        self.mr = MR(self.pd, mr_size, mr_access)
+        self.mr.write(pattern(fill, mr_size), mr_size, 0)
+        self.psn = random.randrange(1 << 24)
+
+    def info(self, **extra):
+        return dict(qpn=self.qp.qp_num, psn=self.psn, gid=MY_GID,
+                    addr=self.mr.buf, rkey=self.mr.rkey, **extra)
+
+    def connect(self, r, timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=12):
+        a = QPAttr()
+        a.qp_state = e.IBV_QPS_INIT
+        a.pkey_index = 0
+        a.port_num = 1
+        a.qp_access_flags = RW
+        self.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+                       e.IBV_QP_ACCESS_FLAGS)
+        a = QPAttr()
+        a.qp_state = e.IBV_QPS_RTR
+        a.path_mtu = e.IBV_MTU_1024
+        a.dest_qp_num = r["qpn"]
+        a.rq_psn = r["psn"]
+        a.max_dest_rd_atomic = 1
+        a.min_rnr_timer = min_rnr_timer
+        gr = GlobalRoute(dgid=GID(r["gid"]), sgid_index=GIDX, hop_limit=64)
+        a.ah_attr = AHAttr(port_num=1, is_global=1, gr=gr)
+        self.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+                       e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
+                       e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+        a = QPAttr()
+        a.qp_state = e.IBV_QPS_RTS
+        a.timeout = timeout
+        a.retry_cnt = retry_cnt
+        a.rnr_retry = rnr_retry
+        a.sq_psn = self.psn
+        a.max_rd_atomic = 1
+        self.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT |
+                       e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+    def state(self):
+        attr, _ = self.qp.query(e.IBV_QP_STATE)
+        return STATE.get(attr.qp_state, attr.qp_state)
+
+    def post_send(self, wr_id, opcode=e.IBV_WR_SEND, off=0, length=64, rkey=None,
+                  raddr=None, imm=0):
+        sge = SGE(self.mr.buf + off, length, self.mr.lkey)
+        # A zero-length message still has one SGE, of length 0.
+        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[sge], imm_data=imm,
+                    send_flags=e.IBV_SEND_SIGNALED)
+        if rkey is not None:
+            wr.set_wr_rdma(rkey, raddr)
+        self.qp.post_send(wr)
+
+    def post_recv(self, wr_id, off=0, length=4096, mr=None):
+        mr = mr or self.mr
+        self.qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1,
+                                 sg=[SGE(mr.buf + off, length, mr.lkey)]))
+
+    def poll(self, n=1, secs=30):
+        wcs, deadline = [], time.time() + secs
+        while len(wcs) < n and time.time() < deadline:
+            k, got = self.cq.poll(num_entries=n - len(wcs))
+            if k:
+                wcs += got
+            else:
+                time.sleep(0.002)
+        for wc in wcs:
+            log(f"wc wr_id={wc.wr_id} status={wc.status} opcode={wc.opcode} "
+                f"byte_len={wc.byte_len} imm={wc.imm_data:#x} flags={wc.wc_flags:#x}")
+        return wcs
+
+    def close(self):
+        for o in (self.qp, self.mr, self.cq, self.pd):
+            o.close()
+
+def statuses(wcs, opcode=False):
+    """(wr_id, status[, opcode]) of each completion, as plain numbers."""
+    return [(wc.wr_id, int(wc.status)) + ((int(wc.opcode),) if opcode else ())
+            for wc in wcs]
+
+def check_flush(name, end, wr_id=99):
+    """A SEND posted to a QP in ERR completes with WR_FLUSH_ERR."""
+    end.post_send(wr_id)
+    expect(f"{name}-flush-after-err", statuses(end.poll(1, 10)),
+           [(wr_id, e.IBV_WC_WR_FLUSH_ERR)])
+
+# --- the cases: each runs on both VMs, ctl messages keep them in step ---
+
+def case_rnr(ctl, name, rnr_retry):
+    end = End()
+    if VM == 1:
+        # No receive posted: every attempt gets an RNR NAK.
+        end.connect(ctl.xchg(end.info()), min_rnr_timer=1)
+        c0 = counters()
+        ctl.sync("connected")
+        ctl.sync("done")
+        expect(f"{name}-rnr-naks-sent", delta(c0, "send_rnr_err"), rnr_retry + 1)
+        expect(f"{name}-responder-state", end.state(), "RTS")
+    else:
+        # An ACK timeout of 1 s keeps transport retries out of the count.
+        end.connect(ctl.xchg(end.info()), timeout=18, rnr_retry=rnr_retry)
+        ctl.sync("connected")
+        c0 = counters()
+        end.post_send(1)
+        expect(f"{name}-status", statuses(end.poll(1, 60)),
+               [(1, e.IBV_WC_RNR_RETRY_EXC_ERR)])
+        expect(f"{name}-state", end.state(), "ERR")
+        check_flush(name, end)
+        expect(f"{name}-rnr-naks-rcvd", delta(c0, "rcvd_rnr_err"), rnr_retry + 1)
+        expect(f"{name}-rnr-exceeded-counted", delta(c0, "retry_rnr_exceeded_err"), 1)
+        ctl.sync("done")
+    end.close()
+
+def case_rnr_infinite(ctl, name):
+    size = 3000  # three packets at MTU 1024
+    end = End(mr_size=4096, fill=0x40 + VM)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()), min_rnr_timer=1)
+        c0 = counters()
+        ctl.sync("posted")
+        time.sleep(1)
+        naks = delta(c0, "send_rnr_err")
+        result(f"{name}-rnr-naks-while-waiting", naks >= 1, f"send_rnr_err +{naks}")
+        end.mr.write(b"\0" * 4096, 4096, 0)
+        end.post_recv(7)
+        wcs = end.poll(1, 60)
+        expect(f"{name}-recv", [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len)
+                                for wc in wcs],
+               [(7, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, size)])
+        data = end.mr.read(4096, 0)
+        want = pattern(0x42, size) + b"\0" * (4096 - size)
+        result(f"{name}-data", data == want,
+               "exact bytes" if data == want else
+               f"first difference at {next(i for i in range(4096) if data[i] != want[i])}")
+        ctl.sync("done")
+    else:
+        end.connect(ctl.xchg(end.info()), timeout=18, rnr_retry=7)
+        c0 = counters()
+        t0 = time.time()
+        end.post_send(1, length=size)
+        ctl.sync("posted")
+        wcs = end.poll(1, 60)
+        dt = time.time() - t0
+        expect(f"{name}-status", statuses(wcs), [(1, e.IBV_WC_SUCCESS)])
+        result(f"{name}-waited-for-receive", dt >= 0.9, f"completed after {dt:.2f} s")
+        naks = delta(c0, "rcvd_rnr_err")
+        result(f"{name}-rnr-naks-rcvd", naks >= 1, f"rcvd_rnr_err +{naks}")
+        expect(f"{name}-no-rnr-exceeded", delta(c0, "retry_rnr_exceeded_err"), 0)
+        expect(f"{name}-state", end.state(), "RTS")
+        ctl.sync("done")
+    end.close()
+
+def case_retry_exc(ctl, name, retry_cnt=2):
+    end = End()
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()))
+        ctl.sync("connected")
+        qpn = end.qp.qp_num
+        end.close()
+        c0 = counters()
+        ctl.sync("gone")
+        ctl.sync("done")
+        # Nothing addressed to the destroyed QP is accepted.
+        expect(f"{name}-nothing-received", delta(c0, "rcvd_pkts"), 0)
+        if DRIVER == "rrxe":
+            n = delta(c0, "rcvd_drop_bad_qpn")
+            result(f"{name}-dropped-bad-qpn", n >= retry_cnt + 1,
+                   f"rcvd_drop_bad_qpn +{n}, want >= {retry_cnt + 1}")
+        return
+    # timeout 10: 4.096 us << 10 = 4.2 ms per attempt.
+    end.connect(ctl.xchg(end.info()), timeout=10, retry_cnt=retry_cnt)
+    ctl.sync("connected")
+    ctl.sync("gone")
+    c0 = counters()
+    # Two receives, which the error flushes too.
+    end.post_recv(11, 0, 1024)
+    end.post_recv(12, 1024, 1024)
+    t0 = time.time()
+    for i in (1, 2, 3):
+        end.post_send(i)
+    wcs = end.poll(5, 60)
+    dt = time.time() - t0
+    expect(f"{name}-status", statuses(w for w in wcs if w.wr_id < 10),
+           [(1, e.IBV_WC_RETRY_EXC_ERR), (2, e.IBV_WC_WR_FLUSH_ERR),
+            (3, e.IBV_WC_WR_FLUSH_ERR)])
+    expect(f"{name}-receives-flushed", statuses(w for w in wcs if w.wr_id > 10),
+           [(11, e.IBV_WC_WR_FLUSH_ERR), (12, e.IBV_WC_WR_FLUSH_ERR)])
+    result(f"{name}-within-seconds", dt < 10, f"completed after {dt:.2f} s")
+    expect(f"{name}-state", end.state(), "ERR")
+    check_flush(name, end)
+    expect(f"{name}-exceeded-counted", delta(c0, "retry_exceeded_err"), 1)
+    expect(f"{name}-retries-counted", delta(c0, "completer_retry_err"), retry_cnt)
+    ctl.sync("done")
+    end.close()
+
+# (name, opcode, offset in VM 1's MR, length, immediate)
+WRITES = [
+    ("write-3000-at-1000", e.IBV_WR_RDMA_WRITE, 1000, 3000, None),
+    ("write-mtu-at-4096", e.IBV_WR_RDMA_WRITE, 4096, 1024, None),
+    ("write-1-at-0", e.IBV_WR_RDMA_WRITE, 0, 1, None),
+    ("write-1-at-last", e.IBV_WR_RDMA_WRITE, 8191, 1, None),
+    ("write-imm-1500-at-5000", e.IBV_WR_RDMA_WRITE_WITH_IMM, 5000, 1500, 0x12345678),
+    ("write-imm-0", e.IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, 0xCAFEBABE),
+]
+
+def case_write(ctl, name):
+    size = 8192
+    end = End(mr_size=size, fill=0x11)
+    if VM == 1:
+        shadow = bytearray(pattern(0x11, size))
+        rbuf = MR(end.pd, 256, RW)
+        rbuf.write(b"\xee" * 256, 256, 0)
+        nimm = sum(1 for w in WRITES if w[4] is not None)
+        end.connect(ctl.xchg(end.info()))
+        for i in range(nimm):
+            end.post_recv(100 + i, length=256, mr=rbuf)
+        recv_id = 100
+        for i, (wname, op, off, length, imm) in enumerate(WRITES):
+            ctl.recv()
+            shadow[off:off + length] = pattern(i, length)
+            if imm is not None:
+                # The receives complete in order: a plain WRITE before
+                # consumed none.
+                wcs = end.poll(1, 30)
+                expect(f"{name}-{wname}-recv",
+                       [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len,
+                         hex(wc.imm_data), bool(wc.wc_flags & e.IBV_WC_WITH_IMM))
+                        for wc in wcs],
+                       [(recv_id, e.IBV_WC_SUCCESS, e.IBV_WC_RECV_RDMA_WITH_IMM, length,
+                         hex(imm), True)])
+                recv_id += 1
+            data = end.mr.read(size, 0)
+            bad = [j for j in range(size) if data[j] != shadow[j]]
+            result(f"{name}-{wname}-memory", not bad,
+                   f"bytes [{off}, {off + length}) written, the rest unchanged" if not bad
+                   else f"{len(bad)} bytes differ, first at {bad[0]} (range [{off}, {off + length}))")
+            ctl.send({"checked": wname})
+        data = rbuf.read(256, 0)
+        result(f"{name}-recv-buffer-untouched", data == b"\xee" * 256,
+               "the receive's buffer still holds its fill")
+        rbuf.close()
+    else:
+        end.mr.write(b"\0" * size, size, 0)
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        for i, (wname, op, off, length, imm) in enumerate(WRITES):
+            end.mr.write(pattern(i, length), length, 0)
+            end.post_send(i, opcode=op, off=0, length=length, rkey=r["rkey"],
+                          raddr=r["addr"] + off, imm=imm or 0)
+            expect(f"{name}-{wname}-status", statuses(end.poll(1, 30), opcode=True),
+                   [(i, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE)])
+            ctl.send({"written": wname})
+            ctl.recv()
+    end.close()
+
+def case_access(ctl, name, how):
+    end = End(mr_size=4096, fill=0x22)
+    if VM == 1:
+        ro = MR(end.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+        ro.write(pattern(0x33, 4096), 4096, 0)
+        end.connect(ctl.xchg(end.info(ro_addr=ro.buf, ro_rkey=ro.rkey)))
+        # A receive the failed WRITE must not consume.
+        end.post_recv(5)
+        ctl.sync("connected")
+        ctl.sync("done")
+        ok = end.mr.read(4096, 0) == pattern(0x22, 4096) and ro.read(4096, 0) == pattern(0x33, 4096)
+        result(f"{name}-memory-unchanged", ok,
+               "both MRs hold their fill" if ok else "an MR changed")
+        # A remote access error is a class C error: the responder's QP
+        # goes to ERR too, and flushes its receive.
+        expect(f"{name}-responder-state", end.state(), "ERR")
+        expect(f"{name}-responder-recv-flushed", statuses(end.poll(1, 10)),
+               [(5, e.IBV_WC_WR_FLUSH_ERR)])
+        ro.close()
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        ctl.sync("connected")
+        if how == "bad-rkey":
+            # Same MR index, another key byte.
+            rkey, raddr, length = r["rkey"] ^ 0x5A, r["addr"], 64
+        elif how == "past-end":
+            # Starts inside the MR (100 bytes before its end), ends past it.
+            rkey, raddr, length = r["rkey"], r["addr"] + 4096 - 100, 200
+        else:
+            rkey, raddr, length = r["ro_rkey"], r["ro_addr"], 64
+        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=length, rkey=rkey, raddr=raddr)
+        expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_ACCESS_ERR)])
+        expect(f"{name}-state", end.state(), "ERR")
+        check_flush(name, end)
+        ctl.sync("done")
+    end.close()
+
+CASES = [
+    ("rnr-retry0", lambda c, n: case_rnr(c, n, 0)),
+    ("rnr-retry2", lambda c, n: case_rnr(c, n, 2)),
+    ("rnr-infinite", case_rnr_infinite),
+    ("retry-exc", case_retry_exc),
+    ("write", case_write),
+    ("acc-bad-rkey", lambda c, n: case_access(c, n, "bad-rkey")),
+    ("acc-past-end", lambda c, n: case_access(c, n, "past-end")),
+    ("acc-no-remote-write", lambda c, n: case_access(c, n, "no-remote-write")),
+]
+
+def main():
+    log(f"counters of {DEV}: {' '.join(sorted(counters()))}")
+    need = ["send_rnr_err", "rcvd_rnr_err", "retry_rnr_exceeded_err",
+            "retry_exceeded_err", "completer_retry_err", "rcvd_pkts"]
+    missing = [n for n in need if n not in counters()]
+    result("counter-names", not missing, f"missing {missing}" if missing else "all present")
+    ctl = Ctl()
+    only = sys.argv[6:]
+    for name, fn in CASES:
+        if only and name not in only:
+            continue
+        ctl.sync("start-" + name)
+        log(f"case {name}")
+        try:
+            fn(ctl, name)
+        except Exception as ex:
+            traceback.print_exc(file=sys.stdout)
+            result(f"{name}-ran", False, f"{type(ex).__name__}: {ex}")
+            try:
+                ctl.send({"abort": name})
+            except OSError:
+                pass
+    ctl.sync("end")
+
+main()
+EOF
+
+# Every RESULT line of the program becomes one case; the rest is shown as
+# it comes.  (A FIFO: the guest has no /dev/fd for process substitution.)
+verdict() { echo "$detail"; [ "$1" = pass ]; }
+mkfifo /tmp/rc_errors.out
+timeout 600 python3 /tmp/rc_errors.py "$VM" "$IBDEV" "$GID" "$PEER_IP" "$DRIVER" \
+	${RC_ERRORS_CASES:-} >/tmp/rc_errors.out 2>&1 &
+pid=$!
+while IFS= read -r line; do
+	case $line in
+	"RESULT "*)
+		read -r _ name v detail <<<"$line"
+		check "$name" verdict "$v"
+		;;
+	*) echo "    $line" ;;
+	esac
+done </tmp/rc_errors.out
+check "program-completed-vm$VM" wait "$pid"
+
+barrier teardown
+check "link-delete-vm$VM" rdma link delete "$IBDEV"
+finish
