@@ -427,6 +427,8 @@ fn check_send_wr(qp: &Qp<Rrxe>, cap: &QpCap, wr: &SendWr<'_, Rrxe>) -> Result<(S
             key: r.key,
             // CAST: `IB_ACCESS_*` bits.
             access: r.access as u32,
+            iova: r.iova,
+            length: r.length,
         };
     }
     if !kind.local {
