@@ -883,6 +883,10 @@ impl RrxeQp {
                 _ => return,
             }
         }
+        // A receive WQE taken from the SRQ may have crossed its limit.
+        if let Some(srq) = qp.srq() {
+            super::srq::RrxeSrq::report_limit(srq);
+        }
         tx::send_queued(qp);
     }
 
