@@ -524,9 +524,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 st.req.psn = meta(st, idx).first_psn;
             } else {
                 // At most `max_rd_atomic` READs outstanding (at least one).
-                if is_read
-                    && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1)
-                {
+                if is_read && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1) {
                     break;
                 }
                 let m = WqeMeta {
@@ -829,8 +827,14 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     let Ok(w) = SendWqe::parse(&st.sq_snap) else {
         return fail_head(qp, st, WcStatus::LocQpOpErr);
     };
-    if let Err(e) = mem::scatter_send(qp.device(), qp.pd_id(), &st.sq_snap, w.num_sge, offset, payload)
-    {
+    if let Err(e) = mem::scatter_send(
+        qp.device(),
+        qp.pd_id(),
+        &st.sq_snap,
+        w.num_sge,
+        offset,
+        payload,
+    ) {
         let status = match e {
             MemError::Length => WcStatus::LocLenErr,
             _ => WcStatus::LocProtErr,
@@ -981,8 +985,15 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
     let dev = qp.device();
     let pd_id = qp.pd_id();
     if reth.dma_len > 0 {
-        mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteRead, reth.va, reth.dma_len)
-            .map_err(|_| NakCode::RemoteAccessError)?;
+        mem::check_remote(
+            dev,
+            pd_id,
+            reth.rkey,
+            Need::RemoteRead,
+            reth.va,
+            reth.dma_len,
+        )
+        .map_err(|_| NakCode::RemoteAccessError)?;
     }
     let pmtu = path_mtu(st);
     let count = packet_count(reth.dma_len, pmtu);
