@@ -40,6 +40,7 @@ use crate::{
             Mr,
             MrKeys,
             ReregArgs,
+            SgList,
             UserMrArgs, //
         },
         pd::Pd,
@@ -243,6 +244,32 @@ pub trait Driver: Sized + 'static {
 
     /// Detaches `qp` from the multicast group `mgid`.
     fn detach_mcast(_qp: &Qp<Self>, _mgid: &Gid) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Allocates a memory region of type `mr_type` ([`crate::rdma::mr::mr_type`])
+    /// for kernel consumers (`ib_alloc_mr`) that can map up to `max_num_sg`
+    /// pages; for fast-register regions the consumer maps them with
+    /// [`Driver::map_mr_sg`] and registers them with an `IB_WR_REG_MR` work
+    /// request.
+    #[expect(
+        unreachable_code,
+        reason = "the default only names a concrete initialiser type"
+    )]
+    fn alloc_mr(
+        _pd: &Pd<Self>,
+        _mr_type: u32,
+        _max_num_sg: u32,
+    ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)> {
+        // `build_error!` fails the build if this default is ever used; `Err` only gives the
+        // returned initialiser a concrete type.
+        Err::<(Result<Self::MrData>, MrKeys), _>(build_error!(VTABLE_DEFAULT_ERROR))
+    }
+
+    /// Maps a kernel consumer's scatterlist onto `mr` (`ib_map_mr_sg`),
+    /// usually through [`SgList::map_to`], and returns the number of
+    /// scatterlist entries mapped. May be called in atomic context.
+    fn map_mr_sg(_mr: &Mr<Self>, _sg: SgList<'_, Self>) -> Result<u32> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -852,6 +879,16 @@ impl<T: Driver> OpsTable<T> {
         },
         detach_mcast: if T::HAS_DETACH_MCAST {
             Some(Qp::<T>::detach_mcast_callback)
+        } else {
+            None
+        },
+        alloc_mr: if T::HAS_ALLOC_MR {
+            Some(Mr::<T>::alloc_callback)
+        } else {
+            None
+        },
+        map_mr_sg: if T::HAS_MAP_MR_SG {
+            Some(Mr::<T>::map_sg_callback)
         } else {
             None
         },

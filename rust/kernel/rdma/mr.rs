@@ -29,9 +29,194 @@ use core::{
 use kernel::{
     error::from_result,
     prelude::*,
-    sync::aref::AlwaysRefCounted,
+    sync::{
+        aref::AlwaysRefCounted,
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+    },
     types::Opaque, //
 };
+
+/// Memory region types (`enum ib_mr_type`) as raw values.
+pub mod mr_type {
+    use crate::bindings;
+    /// `IB_MR_TYPE_MEM_REG`: a fast-register region, mapped with
+    /// `ib_map_mr_sg` and registered by an `IB_WR_REG_MR` work request.
+    pub const MEM_REG: u32 = bindings::ib_mr_type_IB_MR_TYPE_MEM_REG;
+}
+
+/// The page list of a fast-register memory region: the addresses of the
+/// pages a kernel consumer mapped with `ib_map_mr_sg`, filled only by
+/// [`SgList::map_to`].
+///
+/// Page `i` covers the `1 << page_shift()` bytes at its address. With
+/// virtual DMA (the device has no DMA device, `ib_uses_virt_dma`), a DMA
+/// address is the kernel virtual address (`ib_virt_dma_to_ptr`), so the
+/// copy methods reach the consumer's memory directly.
+///
+/// The memory is the consumer's. By registering the region (posting an
+/// `IB_WR_REG_MR` work request for it) the consumer vouches that the
+/// mapped pages stay allocated and reserved for the device until it has
+/// invalidated or deregistered the region, exactly as it would for a
+/// DMA-capable adapter reading and writing them. A driver therefore only
+/// copies through the list while the region is registered (valid), and
+/// only inside the region's range.
+///
+/// # Invariants
+///
+/// Every entry of `pages` was given by `ib_sg_to_pages` to the set-page
+/// callback of [`SgList::map_to`], for a scatterlist a kernel consumer
+/// passed to `ib_map_mr_sg`, with a page size of `1 << page_shift` bytes;
+/// none is zero.
+pub struct PageList {
+    pages: KVec<u64>,
+    page_shift: u32,
+}
+
+impl PageList {
+    /// An empty list with room for `max_pages` pages (allocated now: the
+    /// list is filled in atomic context).
+    pub fn new(max_pages: u32) -> Result<Self> {
+        // INVARIANT: Empty.
+        Ok(Self {
+            pages: KVec::with_capacity(max_pages as usize, GFP_KERNEL)?,
+            page_shift: 0,
+        })
+    }
+
+    /// Number of pages mapped.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether no page is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// Log2 of the page size of the current mapping, in bytes.
+    pub fn page_shift(&self) -> u32 {
+        self.page_shift
+    }
+
+    /// The kernel address of `len` bytes at byte `offset` of page `index`:
+    /// `EINVAL` unless they lie inside that page.
+    fn range(&self, index: usize, offset: usize, len: usize) -> Result<*mut u8> {
+        let page = *self.pages.get(index).ok_or(EINVAL)?;
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        // CAST: lossless, `usize` is 64 bits where rxe-like devices exist (`CONFIG_64BIT`).
+        if end as u64 > 1u64 << self.page_shift {
+            return Err(EINVAL);
+        }
+        // CAST: with virtual DMA a DMA address is the kernel virtual address; `offset` stays
+        // inside the page, which does not wrap (it is kernel memory).
+        Ok((page as usize).wrapping_add(offset) as *mut u8)
+    }
+
+    /// Copies `src` to byte `offset` of page `index` (`EINVAL` unless it
+    /// fits the page), under the contract of [`PageList`].
+    pub fn copy_to(&self, index: usize, offset: usize, src: &[u8]) -> Result {
+        if src.is_empty() {
+            return Ok(());
+        }
+        let dst = self.range(index, offset, src.len())?;
+        // SAFETY: By the type invariant the page is a block of `1 << page_shift` bytes of kernel
+        // memory a kernel consumer mapped for this region, and `range` kept the copy inside it;
+        // the consumer vouches that it is writable and reserved for the device while the region
+        // is registered (see above). `src` is a distinct Rust buffer.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        Ok(())
+    }
+
+    /// Copies byte `offset` of page `index` on into `dst` (`EINVAL` unless
+    /// it fits the page), under the contract of [`PageList`].
+    pub fn copy_from(&self, index: usize, offset: usize, dst: &mut [u8]) -> Result {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let src = self.range(index, offset, dst.len())?;
+        // SAFETY: As in `copy_to`, with readable memory; `dst` is a distinct Rust buffer.
+        unsafe { core::ptr::copy_nonoverlapping(src.cast_const(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Appends a page given by `ib_sg_to_pages`; `ENOMEM` when full (the
+    /// core then maps a prefix of the scatterlist), as the C driver.
+    fn push(&mut self, addr: u64) -> Result {
+        if addr == 0 {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Only called by the set-page callback of `SgList::map_to`.
+        self.pages.push_within_capacity(addr).map_err(|_| ENOMEM)
+    }
+}
+
+/// The scatterlist a kernel consumer passed to `ib_map_mr_sg` for `mr`,
+/// borrowed for the duration of the `map_mr_sg` callback.
+///
+/// # Invariants
+///
+/// `sg` holds `nents` DMA-mapped entries of a kernel consumer and `offset`
+/// is NULL or valid, for `'a`; `mr` is the region `ib_map_mr_sg` was called
+/// for, whose `page_size` it set.
+pub struct SgList<'a, T: Driver> {
+    mr: &'a Mr<T>,
+    sg: *mut bindings::scatterlist,
+    nents: c_int,
+    offset: *mut c_uint,
+}
+
+impl<T: Driver> SgList<'_, T> {
+    /// Replaces the contents of `pages` with the pages of the scatterlist
+    /// (`ib_sg_to_pages`), with the page size the consumer chose, and
+    /// returns the number of scatterlist entries mapped, which the RDMA
+    /// core returns to the consumer. The core sets the region's `iova` and
+    /// `length` to what was mapped.
+    ///
+    /// `EINVAL` for a page size that is not a power of two (or a bad
+    /// scatterlist); `EBUSY` if the region is being mapped concurrently.
+    pub fn map_to(self, pages: &mut PageList) -> Result<u32> {
+        let ib = self.mr.ib.get();
+        // SAFETY: `ib_map_mr_sg` set `page_size` in this thread before calling `map_mr_sg`.
+        let page_size = unsafe { (*ib).page_size };
+        if !page_size.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        pages.pages.clear();
+        pages.page_shift = page_size.trailing_zeros();
+        let ctx: *mut PageList = pages;
+        // Only one mapping at a time may publish its list to the set-page callback.
+        if self
+            .mr
+            .map_ctx
+            .cmpxchg(ptr::null_mut(), ctx, Relaxed)
+            .is_err()
+        {
+            return Err(EBUSY);
+        }
+        // SAFETY: `ib` is a live region and `sg`, `nents`, `offset` are the consumer's, valid
+        // for the call by the type invariant. The callback finds `ctx` through the region.
+        let n = unsafe {
+            bindings::ib_sg_to_pages(
+                ib,
+                self.sg,
+                self.nents,
+                self.offset,
+                Some(Mr::<T>::set_page_callback),
+            )
+        };
+        self.mr.map_ctx.store(ptr::null_mut(), Relaxed);
+        match u32::try_from(n) {
+            Ok(n) => Ok(n),
+            Err(_) => {
+                pages.pages.clear();
+                Err(Error::from_errno(n))
+            }
+        }
+    }
+}
 
 /// Keys and geometry of a new memory region.
 #[derive(Clone, Copy, Debug, Default)]
@@ -114,6 +299,9 @@ pub struct Mr<T: Driver> {
     /// Made by `get_dma_mr`: the region of a kernel PD that covers all of
     /// kernel memory, addressed by kernel virtual address.
     dma: bool,
+    /// The page list [`SgList::map_to`] is filling, for its set-page
+    /// callback; NULL otherwise.
+    map_ctx: Atomic<*mut PageList>,
     #[pin]
     data: T::MrData,
 }
@@ -152,15 +340,19 @@ impl<T: Driver> Mr<T> {
         unsafe { (&raw const (*self.ib.get()).rkey).read_volatile() }
     }
 
-    /// The I/O virtual address of the first byte.
+    /// The I/O virtual address of the first byte, of a user or DMA region
+    /// (set at creation). For a fast-register region the consumer's
+    /// mapping changes it: drivers take it from the `IB_WR_REG_MR` work
+    /// request ([`crate::rdma::qp::RegArgs`]) instead.
     pub fn iova(&self) -> u64 {
-        // SAFETY: Set at creation, constant for user and DMA regions.
+        // SAFETY: Set at creation, constant for user and DMA regions; for others a plain read
+        // of a `u64` the consumer owns.
         unsafe { (*self.ib.get()).iova }
     }
 
-    /// The length in bytes.
+    /// The length in bytes, of a user or DMA region; see [`Mr::iova`].
     pub fn length(&self) -> u64 {
-        // SAFETY: Set at creation, constant for user and DMA regions.
+        // SAFETY: As in `iova`.
         unsafe { (*self.ib.get()).length }
     }
 
@@ -255,6 +447,7 @@ impl<T: Driver> Mr<T> {
                 live <- Liveness::new(),
                 index,
                 dma,
+                map_ctx: Atomic::new(ptr::null_mut()),
                 data <- init,
             }),
             GFP_KERNEL,
@@ -341,6 +534,78 @@ impl<T: Driver> Mr<T> {
         {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// `alloc_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` (`ib_alloc_mr`, for kernel consumers only) with a
+    /// live PD of a device of driver `T`.
+    pub(crate) unsafe extern "C" fn alloc_callback(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: By the safety requirements.
+        let p = unsafe { Pd::<T>::from_raw(pd) };
+        match T::alloc_mr(p, mr_type, max_num_sg)
+            .and_then(|(init, keys)| Self::create(pd, init, keys, false))
+        {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// `map_mr_sg` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` (`ib_map_mr_sg`) with a live MR created by this
+    /// abstraction, after setting its `page_size`, and a kernel consumer's
+    /// DMA-mapped scatterlist of `sg_nents` entries; `sg_offset` is NULL or
+    /// valid.
+    pub(crate) unsafe extern "C" fn map_sg_callback(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut c_uint,
+    ) -> c_int {
+        // SAFETY: By the safety requirements.
+        let this = unsafe { Self::from_raw(mr) };
+        // INVARIANT: By the safety requirements.
+        let list = SgList {
+            mr: this,
+            sg,
+            nents: sg_nents,
+            offset: sg_offset,
+        };
+        match T::map_mr_sg(this, list) {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// Set-page callback of `ib_sg_to_pages`, as called by [`SgList::map_to`].
+    ///
+    /// # Safety
+    ///
+    /// Only passed to `ib_sg_to_pages` by [`SgList::map_to`], with a live
+    /// region of driver `T`.
+    unsafe extern "C" fn set_page_callback(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        // SAFETY: By the safety requirements.
+        let this = unsafe { Self::from_raw(mr) };
+        let list = this.map_ctx.load(Relaxed);
+        if list.is_null() {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: `map_to` published `list` (it holds the list's `&mut` and does not use it
+        // during the call) and is running `ib_sg_to_pages`, which calls this synchronously on
+        // the same thread; the `cmpxchg` in `map_to` keeps any other mapping of this region out.
+        match unsafe { &mut *list }.push(addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
         }
     }
 

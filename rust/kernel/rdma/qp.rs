@@ -399,6 +399,12 @@ pub struct RegArgs<'a, T: Driver> {
     pub key: u32,
     /// `IB_ACCESS_*` flags.
     pub access: i32,
+    /// The region's I/O virtual address as the consumer left it after
+    /// mapping (`ib_mr.iova`; consumers may rewrite it after
+    /// `ib_map_mr_sg`).
+    pub iova: u64,
+    /// The region's length in bytes as mapped (`ib_mr.length`).
+    pub length: u64,
 }
 
 /// A send work request of a kernel consumer (`struct ib_send_wr` and the
@@ -612,10 +618,15 @@ impl<'a, T: Driver> SendWr<'a, T> {
         // SAFETY: Every MR of our device was created by `Mr::<T>`'s callbacks (the driver's ops
         // are the only way to make one) and stays valid while the consumer holds it, for `'a`.
         let mr = unsafe { Mr::<T>::from_raw(c.mr) };
+        // SAFETY: The consumer posting the WR owns the region and does not change it during the
+        // post (`ib_map_mr_sg` and the rewrites of `iova` happen before).
+        let (iova, length) = unsafe { ((*c.mr).iova, (*c.mr).length) };
         Some(RegArgs {
             mr,
             key: c.key,
             access: c.access,
+            iova,
+            length,
         })
     }
 

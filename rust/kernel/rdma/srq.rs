@@ -92,6 +92,40 @@ impl<T: Driver> Srq<T> {
         unsafe { Device::from_raw((*self.ib.get()).device) }
     }
 
+    /// Whether the consumer gave an event handler (`ib_srq.event_handler`;
+    /// user SRQs always have the uverbs one).
+    pub fn has_event_handler(&self) -> bool {
+        // SAFETY: Set by the RDMA core before `create_srq` and constant afterwards.
+        unsafe { (*self.ib.get()).event_handler.is_some() }
+    }
+
+    /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` (IBTA Vol 1 §10.2.9.4, §11.6.3)
+    /// to the SRQ's event handler, if it has one.
+    ///
+    /// The handler runs in the caller's context (softirq for the receive
+    /// path): uverbs queues the event for user space, kernel consumers
+    /// typically re-arm the limit with `ib_modify_srq`. So it must be called
+    /// without any lock that the SRQ's verbs take.
+    pub fn report_limit_reached(&self) {
+        let ib = self.ib.get();
+        // SAFETY: As in `has_event_handler`; the context is the consumer's.
+        let (handler, context) = unsafe { ((*ib).event_handler, (*ib).srq_context) };
+        let Some(handler) = handler else {
+            return;
+        };
+        let mut ev = bindings::ib_event {
+            // SAFETY: `device` is set by the RDMA core at creation and constant.
+            device: unsafe { (*ib).device },
+            element: bindings::ib_event__bindgen_ty_1::default(),
+            event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+        };
+        // SAFETY: Writing a pointer member of a union the event owns.
+        unsafe { *ev.element.srq.as_mut() = ib };
+        // SAFETY: The handler and its context are the consumer's, for events of this live SRQ;
+        // `ev` is valid for the call.
+        unsafe { handler(&mut ev, context) };
+    }
+
     /// `create_srq` callback.
     ///
     /// # Safety

@@ -16,17 +16,34 @@
 //! vouches for, and they have no range to check (as `mr_check_range` in
 //! the C driver). They serve local access by the consumer's own kernel QPs
 //! only; remote access through them is refused.
+//!
+//! Fast-register MRs are checked against their registration (valid, the
+//! current key including its key byte, the registered access flags and
+//! range), under the region's lock, and the data is copied page by page
+//! with the lock still held, so that an invalidation on another CPU either
+//! comes before the access (which then fails) or after it.
 
 use crate::{
-    proto::wqe::{
-        recv_sge,
-        send_inline,
-        send_sge,
-        Sge, //
+    proto::{
+        pages::{
+            page_chunks,
+            PageChunk,
+            MAX_PAGE_SHIFT, //
+        },
+        wqe::{
+            recv_sge,
+            send_inline,
+            send_sge,
+            Sge, //
+        },
     },
     rdma::{
         device::Device,
-        mr::Mr, //
+        lock::SpinLockIrq,
+        mr::{
+            Mr,
+            PageList, //
+        },
     },
 };
 use kernel::{
@@ -37,6 +54,7 @@ use kernel::{
 use super::{
     mr::{
         access,
+        FastState,
         Mapping, //
     },
     verbs::Rrxe, //
@@ -66,7 +84,21 @@ pub(crate) enum Need {
     RemoteRead,
 }
 
+/// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
+fn allows(flags: i32, need: Need) -> bool {
+    match need {
+        Need::LocalRead => true,
+        Need::LocalWrite => flags & access::LOCAL_WRITE != 0,
+        Need::RemoteWrite => flags & access::REMOTE_WRITE != 0,
+        Need::RemoteRead => flags & access::REMOTE_READ != 0,
+    }
+}
+
 /// Looks up the region of `key` and checks ownership, permission and range.
+///
+/// For a fast-register region only the PD is checked here: the rest
+/// depends on its registration, which [`fast_access`] checks under its
+/// lock.
 fn region(
     dev: &Device<Rrxe>,
     pd_id: usize,
@@ -77,17 +109,17 @@ fn region(
     len: usize,
 ) -> Result<ARef<Mr<Rrxe>>, MemError> {
     let mr = dev.lookup_mr(key >> 8).ok_or(MemError::Key)?;
+    if let Mapping::Fast(_) = mr.mapping {
+        if mr.pd_id() != pd_id {
+            return Err(MemError::Key);
+        }
+        return Ok(mr);
+    }
     let current = if remote { mr.rkey() } else { mr.lkey() };
     if current != key || mr.pd_id() != pd_id {
         return Err(MemError::Key);
     }
-    let ok = match need {
-        Need::LocalRead => true,
-        Need::LocalWrite => mr.access() & access::LOCAL_WRITE != 0,
-        Need::RemoteWrite => mr.access() & access::REMOTE_WRITE != 0,
-        Need::RemoteRead => mr.access() & access::REMOTE_READ != 0,
-    };
-    if !ok {
+    if !allows(mr.access(), need) {
         return Err(MemError::Key);
     }
     if let Mapping::Dma = mr.mapping {
@@ -105,6 +137,37 @@ fn region(
     Ok(mr)
 }
 
+/// Checks the registration of a fast-register region for an access of
+/// `len` bytes at `addr` through `key` with permission `need`, then calls
+/// `f` for each per-page piece, with the region's lock held.
+fn fast_access(
+    fast: &SpinLockIrq<FastState>,
+    key: u32,
+    need: Need,
+    addr: u64,
+    len: usize,
+    mut f: impl FnMut(&PageList, &PageChunk) -> Result,
+) -> Result<(), MemError> {
+    let st = fast.lock();
+    if !st.valid || st.key != key || !allows(st.access, need) {
+        return Err(MemError::Key);
+    }
+    // CAST: lengths of one message fit in u64.
+    let end = addr.checked_add(len as u64).ok_or(MemError::Range)?;
+    let mr_end = st.iova.checked_add(st.length).ok_or(MemError::Range)?;
+    if addr < st.iova || end > mr_end {
+        return Err(MemError::Range);
+    }
+    let shift = st.pages.page_shift();
+    if shift > MAX_PAGE_SHIFT {
+        return Err(MemError::Range);
+    }
+    for chunk in page_chunks(st.iova, shift, addr, len) {
+        f(&st.pages, &chunk).map_err(|_| MemError::Range)?;
+    }
+    Ok(())
+}
+
 /// Checks that `len` bytes at `addr` may be accessed remotely through
 /// `rkey` with permission `need`, without touching them.
 pub(crate) fn check_remote(
@@ -115,7 +178,19 @@ pub(crate) fn check_remote(
     addr: u64,
     len: u32,
 ) -> Result<(), MemError> {
-    region(dev, pd_id, rkey, true, need, addr, len as usize).map(|_| ())
+    let mr = region(dev, pd_id, rkey, true, need, addr, len as usize)?;
+    if let Mapping::Fast(fast) = &mr.mapping {
+        // The pages must exist too: a registration wider than its mapping
+        // fails here rather than halfway through the data.
+        return fast_access(fast, rkey, need, addr, len as usize, |pages, c| {
+            if c.index < pages.len() {
+                Ok(())
+            } else {
+                Err(EINVAL)
+            }
+        });
+    }
+    Ok(())
 }
 
 /// Byte offset of `addr` in `mr` (checked by [`region`]).
@@ -142,6 +217,10 @@ pub(crate) fn write(
             .copy_to(offset_in(&mr, addr)?, src)
             .map_err(|_| MemError::Range),
         Mapping::Dma => mr.kernel_copy_to(addr, src).map_err(|_| MemError::Range),
+        Mapping::Fast(fast) => fast_access(fast, key, need, addr, src.len(), |pages, c| {
+            let from = src.get(c.at..c.at + c.len).ok_or(EINVAL)?;
+            pages.copy_to(c.index, c.offset, from)
+        }),
     }
 }
 
@@ -164,6 +243,10 @@ pub(crate) fn read(
             .copy_from(offset_in(&mr, addr)?, dst)
             .map_err(|_| MemError::Range),
         Mapping::Dma => mr.kernel_copy_from(addr, dst).map_err(|_| MemError::Range),
+        Mapping::Fast(fast) => fast_access(fast, key, need, addr, dst.len(), |pages, c| {
+            let to = dst.get_mut(c.at..c.at + c.len).ok_or(EINVAL)?;
+            pages.copy_from(c.index, c.offset, to)
+        }),
     }
 }
 

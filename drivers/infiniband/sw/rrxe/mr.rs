@@ -2,18 +2,30 @@
 
 #![forbid(unsafe_code)]
 
-//! Memory regions: DMA MRs for kernel consumers and user MRs pinned with
-//! `ib_umem` and translated through a page table built at registration.
+//! Memory regions: DMA MRs for kernel consumers, user MRs pinned with
+//! `ib_umem` and translated through a page table built at registration,
+//! and fast-register MRs of kernel consumers, whose pages the consumer
+//! maps with `ib_map_mr_sg` and which its `IB_WR_REG_MR`,
+//! `IB_WR_LOCAL_INV` and received SEND with invalidate register and
+//! invalidate at run time (IBTA Vol 1 §10.6.3.6, §10.6.5).
 
 use crate::{
-    proto::index::make_key,
+    proto::{
+        index::make_key,
+        wqe::RegMr, //
+    },
     rdma::{
+        device::Device,
         eopnotsupp,
+        lock::SpinLockIrq,
         mr::{
+            mr_type,
             rereg,
             Mr,
             MrKeys,
+            PageList,
             ReregArgs,
+            SgList,
             UserMrArgs, //
         },
         pd::Pd,
@@ -29,7 +41,10 @@ use kernel::{
     },
 };
 
-use super::verbs::Rrxe;
+use super::{
+    param,
+    verbs::Rrxe, //
+};
 
 /// `IB_ACCESS_*` bits (include/rdma/ib_verbs.h).
 pub(crate) mod access {
@@ -51,6 +66,9 @@ pub(crate) mod access {
     pub(crate) const FLUSH_PERSISTENT: i32 = 1 << 9;
     /// `IB_ACCESS_RELAXED_ORDERING` (the optional range starts here).
     pub(crate) const OPTIONAL: i32 = !((1 << 20) - 1);
+    /// Remote access of every kind (`RXE_ACCESS_REMOTE`), which fast-register
+    /// regions start with.
+    pub(crate) const REMOTE: i32 = REMOTE_READ | REMOTE_WRITE | REMOTE_ATOMIC;
     /// What rxe accepts on MRs (`RXE_ACCESS_SUPPORTED_MR`). ODP is not
     /// implemented, so `ON_DEMAND` is refused with `EOPNOTSUPP` separately.
     pub(crate) const SUPPORTED_MR: i32 = LOCAL_WRITE
@@ -70,7 +88,37 @@ pub(crate) enum Mapping {
     Dma,
     /// Pinned user pages, translated by the requester and responder.
     User(Umem),
+    /// The pages a kernel consumer mapped, while it keeps them registered.
+    Fast(Pin<KBox<SpinLockIrq<FastState>>>),
 }
+
+/// The registration of a fast-register region. `IB_WR_REG_MR`,
+/// `IB_WR_LOCAL_INV` and SEND with invalidate change it at run time (from
+/// any QP of the PD, on any CPU) while responders read it from softirq, so
+/// it is under the region's lock, and data is copied with the lock held:
+/// once an invalidation completes, the consumer may release the pages.
+pub(crate) struct FastState {
+    /// Registered (the C driver's VALID state); otherwise FREE: no access,
+    /// and only a REG_MR makes it valid again.
+    pub(crate) valid: bool,
+    /// The current lkey and rkey (one value): the index part never changes,
+    /// the consumer chooses the key byte with each REG_MR.
+    pub(crate) key: u32,
+    /// `IB_ACCESS_*` flags of the registration.
+    pub(crate) access: i32,
+    /// I/O virtual address of the first byte.
+    pub(crate) iova: u64,
+    /// Length in bytes.
+    pub(crate) length: u64,
+    /// The pages of the last `ib_map_mr_sg`.
+    pub(crate) pages: PageList,
+}
+
+/// Why a local memory operation (REG_MR, LOCAL_INV, SEND with invalidate)
+/// was refused: no such fast-register region in the QP's PD, wrong key, or
+/// a REG_MR of a region already registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LocalOpError;
 
 /// State of a memory region.
 pub(crate) struct RrxeMr {
@@ -126,6 +174,122 @@ impl RrxeMr {
             mapping: Mapping::User(umem),
         });
         Ok((init, keys(index, key, args.iova, args.length)))
+    }
+
+    /// A fast-register MR (`rxe_alloc_mr`): kernel consumers only, which
+    /// the RDMA core guarantees (`ib_alloc_mr` has no user-space verb). It
+    /// starts invalid (FREE) with room for `max_num_sg` pages; `EINVAL` for
+    /// another type or more pages than the device advertises.
+    pub(crate) fn fast(
+        pd: &Pd<Rrxe>,
+        ty: u32,
+        max_num_sg: u32,
+    ) -> Result<(impl PinInit<Self, Error>, MrKeys)> {
+        if ty != mr_type::MEM_REG || max_num_sg > param::MAX_FMR_PAGE_LIST_LEN {
+            return Err(EINVAL);
+        }
+        let pages = PageList::new(max_num_sg)?;
+        let pool = &pd.device().mr_pool;
+        let (index, key) = pool.alloc_key()?;
+        let state = FastState {
+            valid: false,
+            key: make_key(index, key),
+            access: access::REMOTE,
+            iova: 0,
+            length: 0,
+            pages,
+        };
+        let fast = match KBox::pin_init(
+            crate::rdma::lock::new_spinlock_irq!(state, "RrxeMr::fast"),
+            GFP_KERNEL,
+        ) {
+            Ok(b) => b,
+            Err(e) => {
+                pool.free(index);
+                return Err(e);
+            }
+        };
+        let init = try_init!(Self {
+            index,
+            access: Atomic::new(access::REMOTE),
+            mapping: Mapping::Fast(fast),
+        });
+        Ok((init, keys(index, key, 0, 0)))
+    }
+
+    /// `ib_map_mr_sg` of a fast-register region (`rxe_map_mr_sg`): replaces
+    /// its page list with the consumer's scatterlist. The registration is
+    /// not changed: a REG_MR makes the new mapping valid. `EINVAL` for
+    /// other regions.
+    pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: SgList<'_, Rrxe>) -> Result<u32> {
+        let Mapping::Fast(fast) = &mr.mapping else {
+            return Err(EINVAL);
+        };
+        let mut st = fast.lock();
+        sg.map_to(&mut st.pages)
+    }
+
+    /// The region of a fast-register key index in the PD `pd_id`.
+    fn fast_region(
+        dev: &Device<Rrxe>,
+        pd_id: usize,
+        index: u32,
+    ) -> Result<kernel::sync::aref::ARef<Mr<Rrxe>>, LocalOpError> {
+        let mr = dev.lookup_mr(index).ok_or(LocalOpError)?;
+        if !matches!(mr.mapping, Mapping::Fast(_)) || mr.pd_id() != pd_id {
+            return Err(LocalOpError);
+        }
+        Ok(mr)
+    }
+
+    /// Executes `IB_WR_REG_MR` for a QP of PD `pd_id` (`rxe_reg_fast_mr`):
+    /// the region must be a fast-register region of the same PD, not
+    /// registered, and the key must keep its index. It then becomes valid
+    /// with the key, access flags and range of the work request.
+    pub(crate) fn register(
+        dev: &Device<Rrxe>,
+        pd_id: usize,
+        reg: &RegMr,
+    ) -> Result<(), LocalOpError> {
+        let mr = Self::fast_region(dev, pd_id, reg.mr_index)?;
+        let Mapping::Fast(fast) = &mr.mapping else {
+            return Err(LocalOpError);
+        };
+        if reg.key >> 8 != mr.index {
+            return Err(LocalOpError);
+        }
+        let mut st = fast.lock();
+        if st.valid {
+            return Err(LocalOpError);
+        }
+        st.key = reg.key;
+        // CAST: `IB_ACCESS_*` bits.
+        st.access = reg.access as i32;
+        st.iova = reg.iova;
+        st.length = reg.length;
+        st.valid = true;
+        Ok(())
+    }
+
+    /// Invalidates the fast-register region of `key` for a QP of PD `pd_id`
+    /// (`rxe_invalidate_mr`: `IB_WR_LOCAL_INV`, or a received SEND with
+    /// invalidate): the key must be the region's current one. Invalidating
+    /// a region that is not registered succeeds, as in the C driver.
+    pub(crate) fn invalidate(
+        dev: &Device<Rrxe>,
+        pd_id: usize,
+        key: u32,
+    ) -> Result<(), LocalOpError> {
+        let mr = Self::fast_region(dev, pd_id, key >> 8)?;
+        let Mapping::Fast(fast) = &mr.mapping else {
+            return Err(LocalOpError);
+        };
+        let mut st = fast.lock();
+        if st.key != key {
+            return Err(LocalOpError);
+        }
+        st.valid = false;
+        Ok(())
     }
 
     /// The region's `IB_ACCESS_*` flags.

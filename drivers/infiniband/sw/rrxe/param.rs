@@ -47,6 +47,8 @@ pub(crate) const MAX_QP_WR: u32 = DEFAULT_MAX_VALUE as u32;
 pub(crate) const MAX_SRQ_WR: u32 = DEFAULT_MAX_VALUE as u32;
 /// SGEs per SRQ work request (`max_srq_sge`).
 pub(crate) const MAX_SRQ_SGE: u32 = 27;
+/// Pages of a fast-register MR (`RXE_MAX_FMR_PAGE_LIST_LEN`).
+pub(crate) const MAX_FMR_PAGE_LIST_LEN: u32 = 512;
 /// First address handle index.
 pub(crate) const MIN_AH_INDEX: u32 = 1;
 /// Last address handle index.
@@ -70,16 +72,21 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 
 /// Device capabilities advertised by rrxe.
 ///
+/// MEM_MGT_EXTENSIONS: fast-register MRs (`alloc_mr`, `map_mr_sg`), the
+/// `IB_WR_REG_MR` and `IB_WR_LOCAL_INV` work requests and SEND with
+/// invalidate (IBTA Vol 1 §10.6.2.2); kernel ULPs such as NVMe-oF and
+/// NFS/RDMA require it.
+///
 /// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
-/// UD_AV_PORT_ENFORCE, RC_RNR_NAK_GEN, MEM_MGT_EXTENSIONS,
-/// MEM_WINDOW(_TYPE_2B), FLUSH_GLOBAL/PERSISTENT and ATOMIC_WRITE; those
-/// are added here together with the QP, SRQ, MR and MW support they
-/// describe.
+/// UD_AV_PORT_ENFORCE, RC_RNR_NAK_GEN, MEM_WINDOW(_TYPE_2B),
+/// FLUSH_GLOBAL/PERSISTENT and ATOMIC_WRITE; those are added here together
+/// with the QP, SRQ, MR and MW support they describe.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
     .union(DeviceCapFlags::SYS_IMAGE_GUID)
-    .union(DeviceCapFlags::SRQ_RESIZE);
+    .union(DeviceCapFlags::SRQ_RESIZE)
+    .union(DeviceCapFlags::MEM_MGT_EXTENSIONS);
 
 /// Number of GID table entries of the port.
 pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;
@@ -122,7 +129,7 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
         max_srq: DEFAULT_MAX_VALUE - MIN_SRQ_INDEX,
         max_srq_wr: DEFAULT_MAX_VALUE,
         max_srq_sge: 27,
-        max_fast_reg_page_list_len: 512,
+        max_fast_reg_page_list_len: MAX_FMR_PAGE_LIST_LEN,
         max_pkeys: 64,
         local_ca_ack_delay: 15,
         ..DeviceAttr::default()

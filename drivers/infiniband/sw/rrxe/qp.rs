@@ -430,6 +430,8 @@ fn check_send_wr(qp: &Qp<Rrxe>, cap: &QpCap, wr: &SendWr<'_, Rrxe>) -> Result<(S
             key: r.key,
             // CAST: `IB_ACCESS_*` bits.
             access: r.access as u32,
+            iova: r.iova,
+            length: r.length,
         };
     }
     if !kind.local {
@@ -913,6 +915,10 @@ impl RrxeQp {
                 qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol),
                 _ => return,
             }
+        }
+        // A receive WQE taken from the SRQ may have crossed its limit.
+        if let Some(srq) = qp.srq() {
+            super::srq::RrxeSrq::report_limit(srq);
         }
         tx::send_queued(qp);
     }

@@ -43,6 +43,7 @@ use crate::{
             Bth,
             DEFAULT_PKEY, //
         },
+        ieth::Ieth,
         immdt::ImmDt,
         opcode::{
             MessageKind,
@@ -99,7 +100,10 @@ use super::{
         MemError,
         Need, //
     },
-    mr::access,
+    mr::{
+        access,
+        RrxeMr, //
+    },
     qp::State,
     srq::RrxeSrq,
     tx::TxCtx,
@@ -116,8 +120,14 @@ const WC_RDMA_READ: u32 = 2;
 pub(crate) const WC_RECV: u32 = 1 << 7;
 /// `IB_WC_RECV_RDMA_WITH_IMM`.
 const WC_RECV_RDMA_WITH_IMM: u32 = WC_RECV + 1;
+/// `IB_WC_LOCAL_INV`.
+const WC_LOCAL_INV: u32 = 6;
+/// `IB_WC_REG_MR`.
+const WC_REG_MR: u32 = 10;
 /// `IB_WC_WITH_IMM`.
 const WC_WITH_IMM: u32 = 1 << 1;
+/// `IB_WC_WITH_INVALIDATE`.
+const WC_WITH_INVALIDATE: u32 = 1 << 2;
 
 /// What the completer needs of a started send WQE, kept out of user reach.
 #[derive(Clone, Copy, Default)]
@@ -130,6 +140,12 @@ pub(crate) struct WqeMeta {
     last_psn: Psn,
     /// An RDMA READ: completed only by its responses.
     is_read: bool,
+    /// A local operation (REG_MR, LOCAL_INV), executed when started; it
+    /// completes once it is the oldest WQE ([`complete_local_ops`]).
+    local: bool,
+    /// The local operation failed: it completes in error, which moves the
+    /// QP to ERR, and the requester goes no further.
+    failed: bool,
 }
 
 /// Requester and completer state.
@@ -345,7 +361,7 @@ fn retire(qp: &Qp<Rrxe>, st: &mut State, upto: Psn) -> bool {
     let mut progress = false;
     while sq_before(st, st.sq.consumer(), st.req.started_end) {
         let m = meta(st, st.sq.consumer());
-        if m.last_psn.after(upto) || m.is_read {
+        if m.last_psn.after(upto) || m.is_read || m.failed {
             break;
         }
         complete_head(qp, st, WcStatus::Success);
@@ -380,6 +396,7 @@ fn kind_of(opcode: u32) -> Option<(Work, u32)> {
             Some((Work::Msg(MessageKind::RdmaWriteWithImm), WC_RDMA_WRITE))
         }
         wqe::IB_WR_RDMA_READ => Some((Work::Read, WC_RDMA_READ)),
+        wqe::IB_WR_SEND_WITH_INV => Some((Work::Msg(MessageKind::SendWithInv), WC_SEND)),
         _ => None,
     }
 }
@@ -439,6 +456,9 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait {
         return;
     }
+    if !complete_local_ops(qp, st) {
+        return;
+    }
     let pmtu = path_mtu(st);
     let mtu = pmtu.bytes();
     let dev = qp.device();
@@ -462,10 +482,19 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
             st.snap_index = Some(idx);
         }
+        if let Some(w) = local_op_of(&st.sq_snap) {
+            if run_local_op(qp, st, idx, &w, sq_sig_all) {
+                continue;
+            }
+            break;
+        }
         let parsed = SendWqe::parse(&st.sq_snap)
             .ok()
             .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
-            .filter(|(w, (work, _))| w.length <= MAX_MSG_SIZE && !(uc && *work == Work::Read));
+            .filter(|(w, (work, _))| {
+                w.length <= MAX_MSG_SIZE
+                    && !(uc && matches!(*work, Work::Read | Work::Msg(MessageKind::SendWithInv)))
+            });
         let Some((w, (work, wc_opcode))) = parsed else {
             // A WQE rxe cannot execute completes in error once it is the oldest.
             if idx == st.sq.consumer() {
@@ -492,9 +521,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 st.req.psn = meta(st, idx).first_psn;
             } else {
                 // At most `max_rd_atomic` READs outstanding (at least one).
-                if is_read
-                    && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1)
-                {
+                if is_read && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1) {
                     break;
                 }
                 let m = WqeMeta {
@@ -505,6 +532,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     first_psn: st.req.psn,
                     last_psn: st.req.psn.add(count - 1),
                     is_read,
+                    ..WqeMeta::default()
                 };
                 if is_read {
                     st.req.reads_in_flight += 1;
@@ -560,6 +588,11 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         {
             ext.immdt = Some(ImmDt {
                 imm_data: w.imm_data.to_ne_bytes(),
+            });
+        }
+        if last && kind == MessageKind::SendWithInv {
+            ext.ieth = Some(Ieth {
+                rkey: w.invalidate_rkey,
             });
         }
         let Some(_) = tx_ctx(qp, st) else {
@@ -791,8 +824,14 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     let Ok(w) = SendWqe::parse(&st.sq_snap) else {
         return fail_head(qp, st, WcStatus::LocQpOpErr);
     };
-    if let Err(e) = mem::scatter_send(qp.device(), qp.pd_id(), &st.sq_snap, w.num_sge, offset, payload)
-    {
+    if let Err(e) = mem::scatter_send(
+        qp.device(),
+        qp.pd_id(),
+        &st.sq_snap,
+        w.num_sge,
+        offset,
+        payload,
+    ) {
         let status = match e {
             MemError::Length => WcStatus::LocLenErr,
             _ => WcStatus::LocProtErr,
@@ -943,8 +982,15 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
     let dev = qp.device();
     let pd_id = qp.pd_id();
     if reth.dma_len > 0 {
-        mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteRead, reth.va, reth.dma_len)
-            .map_err(|_| NakCode::RemoteAccessError)?;
+        mem::check_remote(
+            dev,
+            pd_id,
+            reth.rkey,
+            Need::RemoteRead,
+            reth.va,
+            reth.dma_len,
+        )
+        .map_err(|_| NakCode::RemoteAccessError)?;
     }
     let pmtu = path_mtu(st);
     let count = packet_count(reth.dma_len, pmtu);
@@ -1205,11 +1251,19 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 rr.offset = placed;
             }
             if last {
+                let Ok(invalidated) = invalidate_for_send(qp, pkt) else {
+                    let status = Some(WcStatus::RemInvReqErr);
+                    return resp_fail(qp, st, NakCode::InvalidRequest, status, psn);
+                };
                 let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, placed);
                 w.src_qp = st.attr.dest_qp_num();
                 if let Some(imm) = pkt.ext().immdt {
                     w.ex = u32::from_ne_bytes(imm.imm_data);
                     w.wc_flags |= WC_WITH_IMM;
+                }
+                if let Some(rkey) = invalidated {
+                    w.ex = rkey;
+                    w.wc_flags |= WC_WITH_INVALIDATE;
                 }
                 complete_recv(qp, st, w, bth.se);
             }
@@ -1307,4 +1361,109 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     if bth.ack_req {
         send_ack(qp, st, ack(), psn);
     }
+}
+
+// Local operations (IBTA Vol 1 §10.6.3.6 fast registration, §10.6.5 local
+// and remote invalidation): `IB_WR_REG_MR` and `IB_WR_LOCAL_INV` run in the
+// requester when reached in send queue order, without packets; SEND with
+// invalidate makes the responder invalidate the R_Key its IETH names.
+
+/// The snapshot's WQE, if it is a local operation.
+fn local_op_of(snap: &[u8]) -> Option<SendWqe> {
+    SendWqe::parse(snap)
+        .ok()
+        .filter(|w| matches!(w.opcode, wqe::IB_WR_REG_MR | wqe::IB_WR_LOCAL_INV))
+}
+
+/// Completes the executed local operations at the head of the send queue,
+/// in order (everything before them has completed); a failed one completes
+/// in error and moves the QP to ERR. `false` if the QP is in ERR now.
+fn complete_local_ops(qp: &Qp<Rrxe>, st: &mut State) -> bool {
+    while sq_before(st, st.sq.consumer(), st.req.started_end) {
+        let m = meta(st, st.sq.consumer());
+        if !m.local {
+            break;
+        }
+        if m.failed {
+            fail_head(qp, st, WcStatus::LocQpOpErr);
+            return false;
+        }
+        complete_head(qp, st, WcStatus::Success);
+    }
+    true
+}
+
+/// Executes the local operation `w` at send queue index `idx` (at
+/// `req.next`), as `rxe_do_local_ops`; `true` if the requester may go on
+/// with the next WQE.
+///
+/// LOCAL_INV first waits until every earlier WQE has completed (the C
+/// driver makes the local invalidate fence of §10.6.5.1 mandatory);
+/// REG_MR runs at once. Either completes once it is the oldest WQE, with
+/// `IB_WC_REG_MR` / `IB_WC_LOCAL_INV` (if signaled), or with
+/// `IB_WC_LOC_QP_OP_ERR` when refused. REG_MR names a region by key index,
+/// which only kernel WQEs may do. A retransmission never runs one twice.
+fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all: bool) -> bool {
+    if sq_before(st, idx, st.req.started_end) {
+        // Executed before the requester was rewound: skip it, unless it
+        // failed (nothing after it runs).
+        if meta(st, idx).failed {
+            return false;
+        }
+        st.req.next = st.sq.geo.next(idx);
+        st.req.offset = 0;
+        return true;
+    }
+    if w.opcode == wqe::IB_WR_LOCAL_INV && idx != st.sq.consumer() {
+        return false;
+    }
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let (result, wc_opcode) = if w.opcode == wqe::IB_WR_LOCAL_INV {
+        (
+            RrxeMr::invalidate(dev, pd_id, w.invalidate_rkey),
+            WC_LOCAL_INV,
+        )
+    } else if qp.is_user() {
+        (Err(super::mr::LocalOpError), WC_REG_MR)
+    } else {
+        (RrxeMr::register(dev, pd_id, &w.reg), WC_REG_MR)
+    };
+    // No PSN of its own: an empty range after the packets sent so far, so
+    // that acknowledges retire it in order and no retransmission lands in it.
+    let m = WqeMeta {
+        wr_id: w.wr_id,
+        wc_opcode,
+        signaled: sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0,
+        len: 0,
+        first_psn: st.req.psn,
+        last_psn: st.req.psn.sub(1),
+        is_read: false,
+        local: true,
+        failed: result.is_err(),
+    };
+    match st.sq_meta.get_mut(idx as usize) {
+        Some(slot) => *slot = m,
+        None => return false,
+    }
+    st.req.started_end = st.sq.geo.next(idx);
+    if m.failed {
+        complete_local_ops(qp, st);
+        return false;
+    }
+    st.req.next = st.req.started_end;
+    st.req.offset = 0;
+    complete_local_ops(qp, st)
+}
+
+/// The R_Key a SEND with invalidate's last packet names, invalidated for
+/// the QP's PD (`invalidate_rkey` in the C responder); `None` for other
+/// packets, `Err` if the key names no fast-register region of the PD or is
+/// not its current key.
+fn invalidate_for_send(qp: &Qp<Rrxe>, pkt: &Packet<'_>) -> Result<Option<u32>, ()> {
+    let Some(ieth) = pkt.ext().ieth else {
+        return Ok(None);
+    };
+    RrxeMr::invalidate(qp.device(), qp.pd_id(), ieth.rkey).map_err(|_| ())?;
+    Ok(Some(ieth.rkey))
 }

@@ -20,6 +20,10 @@ use crate::{
 };
 use kernel::{
     prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
     uaccess::{
         UserPtr,
         UserSlice, //
@@ -49,6 +53,10 @@ pub(crate) struct RrxeSrq {
     state: SpinLockIrq<State>,
     /// SRQ number.
     srq_num: u32,
+    /// The armed limit was crossed and `IB_EVENT_SRQ_LIMIT_REACHED` is
+    /// still to be reported, once no lock is held
+    /// ([`RrxeSrq::report_limit`]).
+    limit_event: Atomic<bool>,
 }
 
 fn check_max_wr(max_wr: u32) -> Result<u32> {
@@ -102,6 +110,7 @@ impl RrxeSrq {
                 "RrxeSrq::state"
             ),
             srq_num,
+            limit_event: Atomic::new(false),
         }))
     }
 
@@ -171,6 +180,12 @@ impl RrxeSrq {
 
     /// Takes the next receive WQE: copies its slot into `buf` and consumes
     /// it. `false` when the SRQ is empty.
+    ///
+    /// When fewer WQEs than an armed limit are left afterwards, the limit
+    /// is disarmed and `IB_EVENT_SRQ_LIMIT_REACHED` becomes pending (IBTA
+    /// Vol 1 §10.2.9.4; only with an event handler, as `get_srq_wqe` in the
+    /// C driver): the caller, which holds its QP's lock, reports it with
+    /// [`RrxeSrq::report_limit`] once it dropped the lock.
     pub(crate) fn take(srq: &Srq<Rrxe>, buf: &mut [u8]) -> bool {
         let mut st = srq.state.lock();
         let c = st.rq.consumer();
@@ -181,7 +196,21 @@ impl RrxeSrq {
             return false;
         }
         st.rq.advance();
+        if st.limit != 0 && st.rq.count() < st.limit && srq.has_event_handler() {
+            st.limit = 0;
+            srq.limit_event.store(true, Relaxed);
+        }
         true
+    }
+
+    /// Reports a pending `IB_EVENT_SRQ_LIMIT_REACHED` to the consumer, once.
+    ///
+    /// Called without locks: the consumer's handler may re-arm the limit
+    /// (`ib_modify_srq`, which takes the SRQ's lock) or use its QPs.
+    pub(crate) fn report_limit(srq: &Srq<Rrxe>) {
+        if srq.limit_event.xchg(false, Relaxed) {
+            srq.report_limit_reached();
+        }
     }
 
     /// Frees the SRQ number.

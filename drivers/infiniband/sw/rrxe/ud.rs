@@ -103,7 +103,14 @@ fn mtu(qp: &Qp<Rrxe>) -> u32 {
 }
 
 /// Completes the oldest send WQE.
-fn complete_send(qp: &Qp<Rrxe>, st: &mut State, wr_id: u64, signaled: bool, status: WcStatus, len: u32) {
+fn complete_send(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    wr_id: u64,
+    signaled: bool,
+    status: WcStatus,
+    len: u32,
+) {
     if status != WcStatus::Success || signaled {
         let _ = RrxeCq::post(qp.send_cq(), &wc(qp, wr_id, status, WC_SEND, len), false);
     }
@@ -221,7 +228,13 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
 
 /// Responder: a UD SEND arrived. `ip` is the packet's IP header and
 /// `protocol` its EtherType.
-pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, ip: &[u8], protocol: u16) {
+pub(crate) fn on_request(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    pkt: &Packet<'_>,
+    ip: &[u8],
+    protocol: u16,
+) {
     if !matches!(
         st.attr.qp_state(),
         qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
@@ -270,7 +283,11 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, ip: &[
             .rq_snap
             .first_chunk::<8>()
             .map_or(0, |b| u64::from_ne_bytes(*b));
-        let _ = RrxeCq::post(qp.recv_cq(), &wc(qp, wr_id, WcStatus::LocQpOpErr, WC_RECV, 0), false);
+        let _ = RrxeCq::post(
+            qp.recv_cq(),
+            &wc(qp, wr_id, WcStatus::LocQpOpErr, WC_RECV, 0),
+            false,
+        );
         return;
     };
     dev.counters.inc(Counter::RdmaRecvs);
@@ -285,9 +302,8 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, ip: &[
         dst.copy_from_slice(src);
     }
     let payload = pkt.payload();
-    let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh).and_then(|()| {
-        mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload)
-    });
+    let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh)
+        .and_then(|()| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload));
     let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, 0);
     match placed {
         Ok(()) => {

@@ -25,6 +25,7 @@ use crate::rdma::{
         Mr,
         MrKeys,
         ReregArgs,
+        SgList,
         UserMrArgs, //
     },
     pd::Pd as IbPd,
@@ -236,6 +237,18 @@ impl Driver for Rrxe {
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {
         RrxeMr::dereg(mr)
+    }
+
+    fn alloc_mr(
+        pd: &IbPd<Self>,
+        mr_type: u32,
+        max_num_sg: u32,
+    ) -> Result<(impl PinInit<RrxeMr, Error>, MrKeys)> {
+        RrxeMr::fast(pd, mr_type, max_num_sg)
+    }
+
+    fn map_mr_sg(mr: &Mr<Self>, sg: SgList<'_, Self>) -> Result<u32> {
+        RrxeMr::map_sg(mr, sg)
     }
 
     fn create_qp(

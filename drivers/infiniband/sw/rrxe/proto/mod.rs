@@ -40,6 +40,7 @@ pub mod immdt;
 pub mod index;
 pub mod opcode;
 pub mod packet;
+pub mod pages;
 pub mod psn;
 pub mod qp_check;
 pub mod queue;

@@ -229,6 +229,13 @@ pub const SEND_WQE_REG_MR_OFFSET: usize = 24;
 pub const SEND_WQE_REG_KEY_OFFSET: usize = 32;
 /// Offset of `wr.wr.reg.access`.
 pub const SEND_WQE_REG_ACCESS_OFFSET: usize = 36;
+/// Offset of rrxe's `reg.iova`: the region's I/O virtual address as the
+/// consumer left it in `ib_mr.iova` when it posted the WR (the C driver
+/// reads it through the `struct ib_mr *` when the WQE executes). Kernel
+/// WQEs only; the C layout has free room in the `wr.wr` union there.
+pub const SEND_WQE_REG_IOVA_OFFSET: usize = 40;
+/// Offset of rrxe's `reg.length`: `ib_mr.length` at posting, as above.
+pub const SEND_WQE_REG_LENGTH_OFFSET: usize = 48;
 /// Offset of `iova`.
 pub const SEND_WQE_IOVA_OFFSET: usize = 152;
 /// Offset of `dma`.
@@ -361,6 +368,10 @@ pub struct RegMr {
     pub key: u32,
     /// `IB_ACCESS_*` flags of the registration.
     pub access: u32,
+    /// I/O virtual address of the region's first byte (`ib_mr.iova`).
+    pub iova: u64,
+    /// Length of the region in bytes (`ib_mr.length`).
+    pub length: u64,
 }
 
 /// The fixed part of a send WQE, decoded from a queue slot.
@@ -502,6 +513,8 @@ impl SendWqe {
                     mr_index: u32::try_from(index).unwrap_or(u32::MAX),
                     key: ne_u32(slot, SEND_WQE_REG_KEY_OFFSET)?,
                     access: ne_u32(slot, SEND_WQE_REG_ACCESS_OFFSET)?,
+                    iova: ne_u64(slot, SEND_WQE_REG_IOVA_OFFSET)?,
+                    length: ne_u64(slot, SEND_WQE_REG_LENGTH_OFFSET)?,
                 };
             }
             _ => {}
@@ -612,6 +625,8 @@ impl SendWqe {
                 put_u64(slot, SEND_WQE_REG_MR_OFFSET, u64::from(self.reg.mr_index))?;
                 put_u32(slot, SEND_WQE_REG_KEY_OFFSET, self.reg.key)?;
                 put_u32(slot, SEND_WQE_REG_ACCESS_OFFSET, self.reg.access)?;
+                put_u64(slot, SEND_WQE_REG_IOVA_OFFSET, self.reg.iova)?;
+                put_u64(slot, SEND_WQE_REG_LENGTH_OFFSET, self.reg.length)?;
             }
             _ => {}
         }
@@ -1180,6 +1195,8 @@ mod tests {
                 mr_index: 0x12,
                 key: 0x1234,
                 access: 7,
+                iova: 0x9000_0000_0100,
+                length: 0x2_0000,
             },
             flush_length: 64,
             flush_type: 1,
@@ -1344,7 +1361,7 @@ mod tests {
                     remote_addr: a, rkey: k, compare_add: b, swap: c, remote_qpn: q,
                     remote_qkey: k, pkey_index: pk, ah_num: q,
                     mw: BindMw { addr: a, length: b, mr_lkey: k, mw_rkey: q, rkey: k, access: q },
-                    reg: RegMr { mr_index: q, key: k, access: n },
+                    reg: RegMr { mr_index: q, key: k, access: n, iova: a, length: b },
                     flush_length: q, flush_type: 3, flush_level: 1,
                     length: len, num_sge: n, iova: c,
                 };
