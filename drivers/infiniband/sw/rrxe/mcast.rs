@@ -93,10 +93,7 @@ pub(crate) fn detach(qp: &Qp<Rrxe>, mgid: &Gid) -> Result {
     let qpn = qp.qp_num();
     let (removed_group, dropped) = {
         let mut groups = dev.mcast.lock();
-        let gi = groups
-            .iter()
-            .position(|g| g.mgid == mgid.0)
-            .ok_or(EINVAL)?;
+        let gi = groups.iter().position(|g| g.mgid == mgid.0).ok_or(EINVAL)?;
         let g = groups.get_mut(gi).ok_or(EINVAL)?;
         let qi = g.qpns.iter().position(|&n| n == qpn).ok_or(EINVAL)?;
         g.qpns.remove(qi).map_err(|_| EINVAL)?;

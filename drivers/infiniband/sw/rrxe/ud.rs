@@ -197,19 +197,26 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 imm_data: w.imm_data.to_ne_bytes(),
             });
         }
-        let built = tx.build_datagram(qp.qp_num(), w.remote_qpn, &bth, &ext, w.length as usize, |buf| {
-            mem::gather(
-                dev,
-                pd_id,
-                &st.sq_snap,
-                w.has_inline(),
-                w.length,
-                w.num_sge,
-                0,
-                buf,
-            )
-            .map_err(|_| EFAULT)
-        });
+        let built = tx.build_datagram(
+            qp.qp_num(),
+            w.remote_qpn,
+            &bth,
+            &ext,
+            w.length as usize,
+            |buf| {
+                mem::gather(
+                    dev,
+                    pd_id,
+                    &st.sq_snap,
+                    w.has_inline(),
+                    w.length,
+                    w.num_sge,
+                    0,
+                    buf,
+                )
+                .map_err(|_| EFAULT)
+            },
+        );
         match built {
             Ok(skb) => {
                 qp.txq.push_back(skb);
