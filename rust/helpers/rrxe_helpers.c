@@ -809,6 +809,16 @@ bool rrxe_helper_skb_dst_is_loopback(struct sk_buff *skb)
 	return dst && dst->dev && (dst->dev->flags & IFF_LOOPBACK);
 }
 
+void rrxe_helper_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rrxe_helper_bh_enable(void)
+{
+	local_bh_enable();
+}
+
 bool rrxe_helper_irqs_disabled(void)
 {
 	return irqs_disabled();

@@ -452,6 +452,33 @@ pub fn xmit_allowed() -> bool {
     !unsafe { bindings::irqs_disabled() }
 }
 
+/// Bottom halves disabled on this CPU while the guard lives
+/// (`local_bh_disable`/`local_bh_enable`): no softirq runs here and the task
+/// is not preempted. Only where interrupts are enabled ([`xmit_allowed`]).
+pub struct BhDisabled(core::marker::PhantomData<*mut ()>);
+
+impl BhDisabled {
+    /// Disables bottom halves until the guard is dropped.
+    pub fn new() -> Self {
+        // SAFETY: Balanced by `Drop`; the guard is not `Send`, so it is dropped on this CPU.
+        unsafe { bindings::bh_disable() };
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl Default for BhDisabled {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for BhDisabled {
+    fn drop(&mut self) {
+        // SAFETY: Bottom halves were disabled by `new` on this CPU.
+        unsafe { bindings::bh_enable() };
+    }
+}
+
 /// A FIFO of skbs (`struct sk_buff_head`) with its own IRQ-safe lock: any
 /// context may push and pop.
 ///

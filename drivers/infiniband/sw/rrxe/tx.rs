@@ -19,6 +19,7 @@ use crate::{
         skbuff::{
             xmit_allowed,
             xmit_udp,
+            BhDisabled,
             UdpIpHdr, //
         },
         SkBuff,
@@ -163,6 +164,10 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
     }
     let dev = qp.device();
     let net = dev.ndev().net();
+    // Whoever holds the sending token must not be preempted or interrupted
+    // by softirqs on this CPU: packets others queue (ACKs from the receive
+    // path) would wait for it.
+    let _bh = BhDisabled::new();
     loop {
         // One sender at a time keeps the packets in order.
         if !qp.start_sending() {
