@@ -867,7 +867,11 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
             if st.req.rnr_wait || rc::in_flight(st.req.comp_psn, st.req.sent_end) == 0 {
                 return;
             }
-            match rc::take_retry(st.req.retry_left, false) {
+            // As the C driver, a `retry_cnt` of 7 retries forever (IBTA
+            // gives 7 that meaning for `rnr_retry` only); ibv_rc_pingpong
+            // and perftest set 7, and a busy host can delay an ACK past
+            // seven local ACK timeouts.
+            match rc::take_retry(st.req.retry_left, true) {
                 Some(n) => {
                     st.req.retry_left = n;
                     qp.device().counters.inc(Counter::CompleterRetryErr);
