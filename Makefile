@@ -2,8 +2,8 @@
 # runs and tests.  See README.md.  (The module itself is built by Kbuild:
 # `make module` runs `make -C $KDIR M=$PWD` inside the toolchain root.)
 
-# Driver for `make run` and `make shell`: rxe (the C baseline) or rrxe.
-DRIVER ?= rxe
+# Driver for `make run` and `make shell`: rrxe (default) or rxe (the C baseline).
+DRIVER ?= rrxe
 # Drivers the VM suites of `make test` run on.
 DRIVERS ?= rxe rrxe
 
@@ -27,7 +27,7 @@ module: kernel
 	@scripts/build-module
 
 run: host-deps
-	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)$(if $(filter rxe,$(DRIVER)), (the C driver: rrxe does not carry traffic yet),)"
+	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)$(if $(filter rxe,$(DRIVER)), (the C driver),)"
 	@DRIVER=$(DRIVER) RUN_NAME=main-job qemu/run-pair qemu/main-job.sh qemu/main-job.sh
 
 test: host-deps
