@@ -1191,9 +1191,12 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return;
             }
             // SEND and WRITE are not executed twice: acknowledge what has
-            // been received so far.
-            let last = st.resp.epsn.sub(1);
-            send_ack(qp, st, ack(), last);
+            // been received so far, where the requester asks for it (a
+            // retransmitted message of 64 packets gets a few ACKs, not 64).
+            if bth.ack_req {
+                let last = st.resp.epsn.sub(1);
+                send_ack(qp, st, ack(), last);
+            }
             return;
         }
         PsnRegion::Ahead => {

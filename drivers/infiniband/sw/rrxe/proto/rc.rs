@@ -17,9 +17,11 @@ use super::psn::Psn;
 pub const MAX_UNACKED_PSNS: u32 = 128;
 
 /// The requester sets AckReq at least every this many packets of a long
-/// message, so that the completer can retire its window without waiting
-/// for the last packet (the C driver's `RXE_MAX_PKT_PER_ACK`).
-pub const MAX_PKT_PER_ACK: u32 = 64;
+/// message, so that the completer retires its window and restarts its
+/// local ACK timer without waiting for the last packet. The C driver uses
+/// 64 (`RXE_MAX_PKT_PER_ACK`); under emulation 64 packets can take longer
+/// than a 67 ms ACK timeout, so rrxe asks four times as often.
+pub const MAX_PKT_PER_ACK: u32 = 16;
 
 /// The multi-packet request a responder is in the middle of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
