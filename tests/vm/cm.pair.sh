@@ -1,0 +1,235 @@
+# The connection manager and the datagram transports between two VMs with
+# the stock tools: rping with verification at three sizes, ibv_ud_pingpong
+# and ibv_uc_pingpong, ucmatose (RC over rdma_cm), udaddy (UD over rdma_cm),
+# rstream with byte-exact verification (rsockets), mckey (multicast join and
+# UD multicast), 200 back-to-back rping connections to one persistent server
+# with the QP count back to its baseline afterwards, and pyverbs'
+# test_rdmacm (loopback in VM 1), each test's outcome recorded.  VM 1
+# serves, VM 2 is the client.
+# drivers: rxe rrxe
+# vm-timeout: 3600
+
+check "link-add-vm$VM" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+
+# listening COMM: an rdma_cm listener of the program COMM exists.
+listening() {
+	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
+}
+
+# wait_server PID LOG: give a server whose client is done 30 s to exit
+# (killing it after that), show its output, and return its exit status.
+wait_server() {
+	local pid=$1 log=$2 n=0 rc
+	while kill -0 "$pid" 2>/dev/null && [ $n -lt 30 ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "server still running 30 s after its client ended: killed"
+		kill "$pid"
+	fi
+	wait "$pid"
+	rc=$?
+	cat "$log"
+	return $rc
+}
+
+# no_mismatch LOG CMD...: run CMD, fail also if its output reports corrupt data.
+no_mismatch() {
+	local rc
+	"$@" >/tmp/nm.log 2>&1
+	rc=$?
+	cat /tmp/nm.log
+	if grep -qiE 'mismatch|verification failed|invalid data' /tmp/nm.log; then
+		echo "data corruption reported"
+		return 1
+	fi
+	return $rc
+}
+
+# cm_pair NAME SECONDS READY SERVER CLIENT: VM 1 starts the command line
+# SERVER (output in $LOG), waits until READY (evaluated, may read $LOG)
+# holds, then VM 2 runs CLIENT; both are bounded by SECONDS and checked as
+# NAME-server and NAME-client.
+cm_pair() {
+	local name=$1 secs=$2 ready=$3 server=$4 client=$5 pid
+	if [ "$VM" = 1 ]; then
+		LOG=/tmp/$name.server.log
+		timeout "$secs" $server >"$LOG" 2>&1 &
+		pid=$!
+		retry 60 eval "$ready" || echo "# $name: server not ready after 60 s"
+		barrier "$name"
+		barrier "$name-done" $((secs + 120))
+		check "$name-server" wait_server "$pid" "$LOG"
+	else
+		barrier "$name"
+		check "$name-client" client_retry 30 no_mismatch timeout "$secs" $client
+		barrier "$name-done" $((secs + 120))
+	fi
+}
+
+# 1. rping: RDMA READ and WRITE of a verified buffer, 300 times per size.
+for size in 64 4096 65535; do
+	cm_pair "rping-s$size" 900 "listening rping" \
+		"rping -s -a $MY_IP -V -C 300 -S $size" \
+		"rping -c -a $PEER_IP -V -C 300 -S $size"
+done
+
+# 2. UD and UC ping-pong over the raw verbs (TCP exchange of QPN and GID).
+port=18515
+tcp_listening() { ss -ltnH "sport = :$1" | grep -q LISTEN; }
+cm_pair ud-pingpong 300 "tcp_listening $port" \
+	"ibv_ud_pingpong -d $IBDEV -g $GID -s 1024 -n 200 -p $port" \
+	"ibv_ud_pingpong -d $IBDEV -g $GID -s 1024 -n 200 -p $port $PEER_IP"
+port=$((port + 1))
+cm_pair uc-pingpong 300 "tcp_listening $port" \
+	"ibv_uc_pingpong -d $IBDEV -g $GID -c -n 200 -p $port" \
+	"ibv_uc_pingpong -d $IBDEV -g $GID -c -n 200 -p $port $PEER_IP"
+
+# 3. rdmacm-utils: RC connections with sends, UD with address resolution,
+# rsockets streams verified byte by byte, multicast.
+cm_pair ucmatose 300 "listening ucmatose" \
+	"ucmatose -b $MY_IP -c 4 -C 20" \
+	"ucmatose -s $PEER_IP -c 4 -C 20"
+cm_pair udaddy 300 "listening udaddy" \
+	"udaddy -b $MY_IP -c 4 -C 20 -S 1000" \
+	"udaddy -s $PEER_IP -c 4 -C 20 -S 1000"
+cm_pair rstream-s100 300 "listening rstream" \
+	"rstream -b $MY_IP -T v -S 100 -C 1000" \
+	"rstream -s $PEER_IP -T v -S 100 -C 1000"
+cm_pair rstream-s65536 600 "listening rstream" \
+	"rstream -b $MY_IP -T v -S 65536 -C 100" \
+	"rstream -s $PEER_IP -T v -S 65536 -C 100"
+# mckey: VM 1 receives 5 messages (it exits 0 once they all arrived), VM 2
+# sends.  mckey's sender posts its sends and tears its QP down at once, so
+# on a slow guest only the first message reliably leaves before the flush:
+# VM 2 runs the sender 10 times, one message each.
+mckey_received() {
+	wait_server "$@" && grep -q 'data transfers complete' "$2"
+}
+mckey_send() {
+	local i rc=0
+	for i in $(seq 10); do
+		timeout 60 mckey -m 239.1.1.1 -b "$MY_IP" -s -C 1 || rc=1
+	done
+	return $rc
+}
+if [ "$VM" = 1 ]; then
+	# Line-buffered, so that "receiving data transfers" shows it joined.
+	timeout 240 stdbuf -oL mckey -m 239.1.1.1 -b "$MY_IP" -C 5 >/tmp/mckey.log 2>&1 &
+	pid=$!
+	retry 60 grep -q 'receiving data transfers' /tmp/mckey.log ||
+		echo "# mckey: receiver not ready after 60 s"
+	barrier mckey
+	barrier mckey-done 720
+	check mckey-receiver mckey_received "$pid" /tmp/mckey.log
+else
+	barrier mckey
+	check mckey-sender mckey_send
+	barrier mckey-done 720
+fi
+
+# 4. 200 rping connections, one after the other, to one persistent server;
+# every connection's QP is destroyed afterwards on both sides.
+qp_count() { rdma res show qp 2>/dev/null | grep -c "link $IBDEV/"; }
+cmid_count() { rdma res show cm_id 2>/dev/null | grep -c "link $IBDEV/"; }
+qp0=$(qp_count)
+cm0=$(cmid_count)
+echo "# baseline: $qp0 QPs, $cm0 cm_ids on $IBDEV"
+# qp_back: the QP count returns to the baseline within 30 s.
+qp_back() {
+	local n=0
+	while [ "$(qp_count)" -ne "$qp0" ] && [ $n -lt 30 ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	echo "QPs on $IBDEV: baseline $qp0, now $(qp_count)"
+	[ "$(qp_count)" -eq "$qp0" ] || { rdma res show qp; return 1; }
+}
+many_rpings() {
+	local i rc ok=0 bad=0
+	for i in $(seq 200); do
+		timeout 60 rping -c -a "$PEER_IP" -C 1 -V -S 64 >/tmp/one.log 2>&1
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			ok=$((ok + 1))
+		else
+			bad=$((bad + 1))
+			echo "connection $i failed (exit $rc):"
+			sed 's/^/  /' /tmp/one.log
+			[ $bad -ge 5 ] && { echo "giving up after 5 failures"; break; }
+		fi
+	done
+	echo "$ok of 200 connections succeeded"
+	[ $ok -eq 200 ]
+}
+if [ "$VM" = 1 ]; then
+	rping -s -P -a "$MY_IP" -V >/tmp/rping-p.log 2>&1 &
+	pid=$!
+	retry 60 listening rping || echo "# persistent rping server not listening"
+	barrier rping-200
+	barrier rping-200-done 2400
+	check "rping-200-server-qps-back" qp_back
+	# The server serves on after 200 connections; its output shows only
+	# errors (no -v).
+	server_alive() { kill -0 "$pid" || { echo "server exited:"; cat /tmp/rping-p.log; return 1; }; }
+	check "rping-200-server-alive" server_alive
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+else
+	barrier rping-200
+	check "rping-200-connections" many_rpings
+	barrier rping-200-done 2400
+	check "rping-200-client-qps-back" qp_back
+fi
+
+# 5. pyverbs' test_rdmacm: each test forks a passive and an active side on
+# the same device (loopback through the local address), so it runs in VM 1
+# alone, one process per test under a time limit.  The outcome of every
+# test is printed; a test counts as ok when it passes, or skips as it does
+# on the C driver.
+# pyverbs_outcome LOG: ok, skip, fail or error for a one-test unittest -v log.
+pyverbs_outcome() {
+	if grep -qE ' \.\.\. ok$' "$1"; then echo ok
+	elif grep -qE ' \.\.\. skipped' "$1"; then echo skip
+	elif grep -qE ' \.\.\. FAIL$' "$1"; then echo fail
+	else echo error
+	fi
+}
+# The tests the C driver skips (recorded from a rxe run of this suite).
+RXE_SKIPS=$(cat <<'LIST'
+LIST
+)
+# pyverbs_ok LOG OUTCOME TEST: show why a test did not pass; skips are ok
+# where the C driver skips too.
+pyverbs_ok() {
+	case $2 in
+	ok) return 0 ;;
+	skip)
+		grep -o "skipped.*" "$1"
+		[ "$DRIVER" = rxe ] || grep -qx "$3" <<<"$RXE_SKIPS"
+		;;
+	*) tail -n 40 "$1"; return 1 ;;
+	esac
+}
+if [ "$VM" = 1 ]; then
+	ids=$(cd /opt/pyverbs && python3 tests/run_tests.py --list-tests 2>/dev/null |
+		grep '^tests\.test_rdmacm\.')
+	[ -n "$ids" ] || echo "# no test_rdmacm tests listed"
+	for id in $ids; do
+		t=${id##*.}
+		(cd /opt/pyverbs && timeout 180 python3 tests/run_tests.py --dev "$IBDEV" \
+			--gid "$GID" -v "${id#tests.}") >"/tmp/$t.log" 2>&1
+		rc=$?
+		out=$(pyverbs_outcome "/tmp/$t.log")
+		[ $rc -eq 124 ] && out=timeout
+		echo "# pyverbs $DRIVER $id $out"
+		check "pyverbs-$t" pyverbs_ok "/tmp/$t.log" "$out" "$t"
+	done
+fi
+barrier pyverbs 3600
+
+barrier teardown
+check "link-delete-vm$VM" rdma link delete "$IBDEV"
+finish
