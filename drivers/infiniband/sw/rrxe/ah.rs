@@ -8,6 +8,7 @@
 //! by it ([`crate::rdma::device::Device::lookup_ah`]) for both.
 
 use crate::rdma::{
+    lock::SpinLockIrq,
     ah::{
         Ah,
         AhAttr,
@@ -29,15 +30,18 @@ use super::{
 use crate::net::skbuff::xmit_allowed;
 
 /// State of an address handle.
+#[pin_data]
 pub(crate) struct RrxeAh {
     /// The address vector.
     pub(crate) attr: AhAttr,
     /// Index reported to user space (`struct rxe_create_ah_resp`).
     pub(crate) ah_num: u32,
     /// The route and headers to the destination, resolved at creation
-    /// (UD sends run with the QP's lock held, where no route lookup can
-    /// run); `None` if there was no route then.
-    pub(crate) tx: Option<TxCtx>,
+    /// when interrupts are enabled there, else by the first sender's kick
+    /// ([`RrxeAh::resolve`]): UD sends run with the QP's lock held, where
+    /// no route lookup can run.
+    #[pin]
+    pub(crate) tx: SpinLockIrq<Option<TxCtx>>,
 }
 
 /// Checks an address vector as `rxe_av_chk_attr` does, with its errno
@@ -78,19 +82,43 @@ impl RrxeAh {
             }
         }
         let tx = if xmit_allowed() {
-            let av = attr.av();
-            let path = Path {
-                dgid: av.dgid,
-                sgid_index: av.sgid_index,
-                flow_label: av.flow_label,
-                traffic_class: av.traffic_class,
-                hop_limit: av.hop_limit,
-            };
-            TxCtx::resolve(dev, &path, 0, 0).ok()
+            Self::resolve_attr(dev, &attr)
         } else {
             None
         };
-        Ok((try_init!(Self { attr, ah_num, tx }), ah_num))
+        Ok((
+            try_pin_init!(Self {
+                attr,
+                ah_num,
+                tx <- crate::rdma::lock::new_spinlock_irq!(tx, "RrxeAh::tx"),
+            }),
+            ah_num,
+        ))
+    }
+
+    fn resolve_attr(dev: &Device<Rrxe>, attr: &AhAttr) -> Option<TxCtx> {
+        let av = attr.av();
+        let path = Path {
+            dgid: av.dgid,
+            sgid_index: av.sgid_index,
+            flow_label: av.flow_label,
+            traffic_class: av.traffic_class,
+            hop_limit: av.hop_limit,
+        };
+        TxCtx::resolve(dev, &path, 0, 0).ok()
+    }
+
+    /// Resolves the route now if it is missing; only where interrupts are
+    /// enabled (e.g. a QP's kick).
+    pub(crate) fn resolve(ah: &Ah<Rrxe>) {
+        if ah.tx.lock().is_some() || !xmit_allowed() {
+            return;
+        }
+        let ctx = Self::resolve_attr(ah.device(), &ah.attr);
+        let mut t = ah.tx.lock();
+        if t.is_none() {
+            *t = ctx;
+        }
     }
 
     /// Network type of the source GID (RoCEv2 over IPv4 or IPv6; checked at

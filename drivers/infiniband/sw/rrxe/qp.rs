@@ -505,6 +505,8 @@ pub(crate) struct State {
     pub(crate) tx: Option<TxCtx>,
     pub(crate) req: Req,
     pub(crate) resp: Resp,
+    /// Kicks asked for to resolve the route of the head UD WQE's AH.
+    pub(crate) ud_route_tries: u8,
 }
 
 /// State of a queue pair.
@@ -682,6 +684,7 @@ impl RrxeQp {
                     tx: None,
                     req: Req::default(),
                     resp: Resp::default(),
+                    ud_route_tries: 0,
                 },
                 "RrxeQp::state"
             ),
@@ -868,6 +871,34 @@ impl RrxeQp {
         if st.tx.is_none() && st.path == path && st.attr.dest_qp_num() == rqpn {
             st.tx = Some(ctx);
         }
+    }
+
+    /// The QP's kick ([`Qp::kick`]), in softirq with interrupts enabled:
+    /// resolves the route of the AH a UD WQE waits for, runs the requester
+    /// and sends what is queued.
+    pub(crate) fn kick(qp: &Qp<Rrxe>) {
+        if matches!(qp.qp_type(), qp_type::UD | qp_type::GSI) {
+            let ah_num = {
+                let mut st = qp.state.lock();
+                let c = st.sq.consumer();
+                let mut num = None;
+                if !st.sq.geo.is_empty(st.sq.producer(), c) {
+                    let State { sq, sq_snap, .. } = &mut *st;
+                    if sq.read_slot(c, sq_snap).is_ok() {
+                        num = crate::proto::wqe::SendWqe::parse(sq_snap)
+                            .ok()
+                            .map(|w| w.ah_num);
+                    }
+                    st.snap_index = None;
+                }
+                num
+            };
+            if let Some(ah) = ah_num.and_then(|n| qp.device().lookup_ah(n)) {
+                super::ah::RrxeAh::resolve(&ah);
+            }
+            Self::run_send(qp, &mut qp.state.lock());
+        }
+        tx::send_queued(qp);
     }
 
     /// Runs the requester of the QP's service.

@@ -162,13 +162,23 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0);
             continue;
         };
-        // The route was resolved when the AH was created.
-        let Some(tx) = ah.tx.as_ref() else {
-            // No route: the datagram is lost, as on a wire.
+        let tx_guard = ah.tx.lock();
+        let Some(tx) = tx_guard.as_ref() else {
+            // The AH was created where no route lookup could run: the
+            // QP's kick resolves it and sends this WQE then.
+            drop(tx_guard);
+            if st.ud_route_tries < 2 {
+                st.ud_route_tries += 1;
+                qp.kick();
+                break;
+            }
+            // No route even so: the datagram is lost, as on a wire.
+            st.ud_route_tries = 0;
             dev.counters.inc(Counter::SendErr);
             complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
             continue;
         };
+        st.ud_route_tries = 0;
         let Some(opcode) = Opcode::for_message(Transport::Ud, kind, Position::Only) else {
             break;
         };

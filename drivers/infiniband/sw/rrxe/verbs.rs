@@ -288,7 +288,7 @@ impl Driver for Rrxe {
     }
 
     fn qp_kick(qp: &Qp<Self>) {
-        super::tx::send_queued(qp);
+        RrxeQp::kick(qp);
     }
 
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
