@@ -109,10 +109,13 @@ cm_pair rstream-s65536 600 "listening rstream" \
 mckey_received() {
 	wait_server "$@" && grep -q 'data transfers complete' "$2"
 }
+# mckey_send: each run must join (mckey exits 0 even when the join fails).
 mckey_send() {
 	local i rc=0
 	for i in $(seq 10); do
-		timeout 60 mckey -m 239.1.1.1 -b "$MY_IP" -s -C 1 || rc=1
+		timeout 60 mckey -m 239.1.1.1 -b "$MY_IP" -s -C 1 >/tmp/mcs.log 2>&1 || rc=1
+		cat /tmp/mcs.log
+		grep -q 'mckey: joined' /tmp/mcs.log || { rc=1; break; }
 	done
 	return $rc
 }
