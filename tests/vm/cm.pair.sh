@@ -205,31 +205,9 @@ pyverbs_outcome() {
 RXE_SKIPS=$(cat <<'LIST'
 LIST
 )
-# Known gaps of rrxe, tracked by the rdma_cm issue and listed here so that
-# they stay visible: these tests pass on the C driver; on rrxe the rdma_cm
-# connection through the device's own address (loopback over the GSI QP)
-# does not complete yet, while the same connections between the two VMs do
-# (rping, ucmatose, udaddy, rstream above).  Each is reported as a known gap
-# with its outcome; the list is checked, so a gap that closes must leave it.
-RRXE_GAPS=$(cat <<'LIST'
-test_rdmacm_async_read
-test_rdmacm_async_reject_traffic
-test_rdmacm_async_traffic
-test_rdmacm_async_traffic_external_qp
-test_rdmacm_async_udp_traffic
-test_rdmacm_async_write
-test_rdmacm_sync_traffic
-LIST
-)
 # pyverbs_ok LOG OUTCOME TEST: show why a test did not pass; skips are ok
 # where the C driver skips too.
 pyverbs_ok() {
-	if [ "$DRIVER" = rrxe ] && grep -qx "$3" <<<"$RRXE_GAPS"; then
-		echo "known gap on rrxe (loopback rdma_cm): $2"
-		# A gap that closed must be taken off the list.
-		[ "$2" != ok ]
-		return
-	fi
 	case $2 in
 	ok) return 0 ;;
 	skip)
