@@ -8,13 +8,13 @@
 //! by it ([`crate::rdma::device::Device::lookup_ah`]) for both.
 
 use crate::rdma::{
-    lock::SpinLockIrq,
     ah::{
         Ah,
         AhAttr,
         NetworkType, //
     },
     device::Device,
+    lock::SpinLockIrq,
     udata::Udata, //
 };
 use kernel::prelude::*;
