@@ -330,17 +330,7 @@ pub(crate) fn scatter(
     offset: u32,
     src: &[u8],
 ) -> Result<(), MemError> {
-    walk(
-        num_sge,
-        |i| recv_sge(slot, i).ok(),
-        u64::from(offset),
-        src.len(),
-        |sge, off, at, n| {
-            let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
-            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            write(dev, pd_id, sge.lkey, false, Need::LocalWrite, addr, chunk)
-        },
-    )
+    scatter_into(dev, pd_id, |i| recv_sge(slot, i).ok(), num_sge, offset, src)
 }
 
 /// Scatters `src` (READ response data) into a send WQE's SGEs from
@@ -353,9 +343,22 @@ pub(crate) fn scatter_send(
     offset: u32,
     src: &[u8],
 ) -> Result<(), MemError> {
+    scatter_into(dev, pd_id, |i| send_sge(slot, i).ok(), num_sge, offset, src)
+}
+
+/// Writes `src` through the SGE list `sge_at` (local write access) from
+/// message byte `offset`.
+fn scatter_into(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    sge_at: impl Fn(u32) -> Option<Sge>,
+    num_sge: u32,
+    offset: u32,
+    src: &[u8],
+) -> Result<(), MemError> {
     walk(
         num_sge,
-        |i| send_sge(slot, i).ok(),
+        sge_at,
         u64::from(offset),
         src.len(),
         |sge, off, at, n| {

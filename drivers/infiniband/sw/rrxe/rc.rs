@@ -277,7 +277,8 @@ fn tx_ctx<'a>(qp: &Qp<Rrxe>, st: &'a mut State) -> Option<&'a TxCtx> {
     st.tx.as_ref()
 }
 
-fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
+/// A completion of `qp` with the fields every service sets alike.
+pub(crate) fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
     Wc {
         wr_id,
         status,

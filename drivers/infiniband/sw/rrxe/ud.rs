@@ -48,10 +48,7 @@ use crate::{
             qp_state,
             Qp, //
         },
-        wc::{
-            Wc,
-            WcStatus, //
-        },
+        wc::WcStatus,
     },
 };
 use kernel::prelude::*;
@@ -61,6 +58,7 @@ use super::{
     hw_counters::Counter,
     mem,
     qp::State,
+    rc::wc,
     srq::RrxeSrq,
     verbs::Rrxe, //
 };
@@ -78,24 +76,6 @@ pub(crate) const GRH_LEN: usize = 40;
 /// A Q_Key with this bit set in a send WR means "use the QP's Q_Key"
 /// (IBTA Vol 1 §10.2.5, C10-15).
 const QKEY_USE_QP: u32 = 0x8000_0000;
-
-fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
-    Wc {
-        wr_id,
-        status,
-        opcode,
-        byte_len,
-        ex: 0,
-        qp_num: qp.qp_num(),
-        src_qp: 0,
-        wc_flags: 0,
-        pkey_index: 0,
-        port_num: 1,
-        network_hdr_type: None,
-        vlan_id: None,
-        qp: if qp.is_user() { 0 } else { qp.wc_qp() },
-    }
-}
 
 /// The path MTU of a UD QP: the port's active MTU.
 fn mtu(qp: &Qp<Rrxe>) -> u32 {
