@@ -957,6 +957,25 @@ fn take_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<Result<RecvCtx, ()>> {
     })
 }
 
+/// The successful receive completion of a connected QP's message: the
+/// peer's QPN, and the immediate data if the packet carries one.
+fn recv_wc(
+    qp: &Qp<Rrxe>,
+    st: &State,
+    wr_id: u64,
+    opcode: u32,
+    byte_len: u32,
+    pkt: &Packet<'_>,
+) -> Wc {
+    let mut w = wc(qp, wr_id, WcStatus::Success, opcode, byte_len);
+    w.src_qp = st.attr.dest_qp_num();
+    if let Some(imm) = pkt.ext().immdt {
+        w.ex = u32::from_ne_bytes(imm.imm_data);
+        w.wc_flags |= WC_WITH_IMM;
+    }
+    w
+}
+
 /// Completes the held receive WQE.
 fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     if let Some(r) = st.resp.recv.take() {
@@ -1108,12 +1127,7 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 rr.offset = placed;
             }
             if last {
-                let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, placed);
-                w.src_qp = st.attr.dest_qp_num();
-                if let Some(imm) = pkt.ext().immdt {
-                    w.ex = u32::from_ne_bytes(imm.imm_data);
-                    w.wc_flags |= WC_WITH_IMM;
-                }
+                let w = recv_wc(qp, st, r.wr_id, WC_RECV, placed, pkt);
                 complete_recv(qp, st, w, bth.se);
             }
         }
@@ -1141,18 +1155,14 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             st.resp.write_resid -= plen;
             if last && info.has_immediate() {
                 if let Some(r) = st.resp.recv {
-                    let mut w = wc(
+                    let w = recv_wc(
                         qp,
+                        st,
                         r.wr_id,
-                        WcStatus::Success,
                         WC_RECV_RDMA_WITH_IMM,
                         st.resp.write_len,
+                        pkt,
                     );
-                    w.src_qp = st.attr.dest_qp_num();
-                    if let Some(imm) = pkt.ext().immdt {
-                        w.ex = u32::from_ne_bytes(imm.imm_data);
-                        w.wc_flags |= WC_WITH_IMM;
-                    }
                     complete_recv(qp, st, w, bth.se);
                 }
             }
@@ -1263,12 +1273,7 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                     let status = Some(WcStatus::RemInvReqErr);
                     return resp_fail(qp, st, NakCode::InvalidRequest, status, psn);
                 };
-                let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, placed);
-                w.src_qp = st.attr.dest_qp_num();
-                if let Some(imm) = pkt.ext().immdt {
-                    w.ex = u32::from_ne_bytes(imm.imm_data);
-                    w.wc_flags |= WC_WITH_IMM;
-                }
+                let mut w = recv_wc(qp, st, r.wr_id, WC_RECV, placed, pkt);
                 if let Some(rkey) = invalidated {
                     w.ex = rkey;
                     w.wc_flags |= WC_WITH_INVALIDATE;
@@ -1324,18 +1329,14 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             st.resp.write_resid -= plen;
             if last && info.has_immediate() {
                 if let Some(r) = st.resp.recv {
-                    let mut w = wc(
+                    let w = recv_wc(
                         qp,
+                        st,
                         r.wr_id,
-                        WcStatus::Success,
                         WC_RECV_RDMA_WITH_IMM,
                         st.resp.write_len,
+                        pkt,
                     );
-                    w.src_qp = st.attr.dest_qp_num();
-                    if let Some(imm) = pkt.ext().immdt {
-                        w.ex = u32::from_ne_bytes(imm.imm_data);
-                        w.wc_flags |= WC_WITH_IMM;
-                    }
                     complete_recv(qp, st, w, bth.se);
                 }
             }
