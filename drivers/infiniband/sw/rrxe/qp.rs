@@ -521,6 +521,9 @@ pub(crate) struct RrxeQp {
     sending: Atomic<bool>,
     /// Multicast groups the QP is attached to.
     pub(crate) mcast_count: Atomic<u32>,
+    /// `State::tx` is resolved: lets `prepare_tx` skip the state lock on
+    /// every packet (written under the lock, read without it).
+    tx_ready: Atomic<bool>,
     /// Index from the QP pool (`None` for the GSI QP).
     index: Option<u32>,
     sq_sig_all: bool,
@@ -691,6 +694,7 @@ impl RrxeQp {
             txq <- SkbQueue::new(),
             sending: Atomic::new(false),
             mcast_count: Atomic::new(0),
+            tx_ready: Atomic::new(false),
             index,
             sq_sig_all,
         });
@@ -810,6 +814,7 @@ impl RrxeQp {
         if m & (mask::AV | mask::DEST_QPN) != 0 {
             // Resolved again on the next packet.
             st.tx = None;
+            qp.tx_ready.store(false, Relaxed);
         }
         let mut run = false;
         if m & mask::STATE != 0 {
@@ -826,6 +831,7 @@ impl RrxeQp {
                     st.resp.reset(Psn::new(0));
                     st.snap_index = None;
                     st.tx = None;
+                    qp.tx_ready.store(false, Relaxed);
                 }
                 qp_state::ERR => {
                     qp.cancel_timer(QpTimer::Retransmit);
@@ -853,7 +859,10 @@ impl RrxeQp {
     /// state lock: a route lookup cannot run with interrupts disabled. A
     /// no-op when it is resolved already or interrupts are disabled here.
     pub(crate) fn prepare_tx(qp: &Qp<Rrxe>) {
-        if !matches!(qp.qp_type(), qp_type::RC | qp_type::UC) || !xmit_allowed() {
+        if qp.tx_ready.load(Relaxed)
+            || !matches!(qp.qp_type(), qp_type::RC | qp_type::UC)
+            || !xmit_allowed()
+        {
             return;
         }
         let (path, rqpn) = {
@@ -870,6 +879,7 @@ impl RrxeQp {
         let mut st = qp.state.lock();
         if st.tx.is_none() && st.path == path && st.attr.dest_qp_num() == rqpn {
             st.tx = Some(ctx);
+            qp.tx_ready.store(true, Relaxed);
         }
     }
 
