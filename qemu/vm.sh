@@ -21,6 +21,14 @@ vm_setup() {
 	case " $DRIVER ${DRIVER1:-} ${DRIVER2:-} " in *" rrxe "*) d=rrxe ;; esac
 	MODTREE=$(DRIVER=$d "$RRXE_ROOT/scripts/stage-modules" "$RUN/modtree")
 	ln -sfn "$RUN" "$RESULTS/latest"
+	# One VM run at a time per machine: two TCG guests fill both cores, and
+	# a second run beside them makes ACK timers expire and suites flake.
+	# The lock is held until this script and its guests exit.
+	exec 8>"$RRXE_CACHE/.lock-vm"
+	if ! flock -n 8; then
+		echo "== waiting for another VM run on this machine to end" >&2
+		flock 8
+	fi
 }
 
 free_port() {
