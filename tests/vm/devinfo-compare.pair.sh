@@ -10,7 +10,7 @@
 
 # Field names (ibv_devinfo -v) whose values differ between the drivers, on
 # purpose, as README's "rrxe and the C driver" section explains.
-ALLOWED="device_cap_flags device_cap_flags_ex Unknown_flags atomic_cap"
+ALLOWED="device_cap_flags device_cap_flags_ex Unknown_flags"
 
 check "link-add-vm$VM" rdma_up
 

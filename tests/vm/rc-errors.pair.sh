@@ -17,8 +17,23 @@
 #   acc-*         WRITE with a wrong rkey, past the end of the MR, and to an
 #                 MR without REMOTE_WRITE: REM_ACCESS_ERR, both QPs in ERR,
 #                 the target memory unchanged
+#   qp-no-remote-write  WRITE to a QP whose access flags lack REMOTE_WRITE:
+#                 REM_INV_REQ_ERR (the C driver's class of this error)
+#   atomic        CmpSwap (matching and not), FetchAdd: the original value
+#                 lands in the local buffer in host order, COMP_SWAP /
+#                 FETCH_ADD with byte_len 8, the target word holds exactly
+#                 the result and nothing else in the MR changes
+#   atomic-misaligned  an atomic to an address not 8-byte aligned is
+#                 refused at post time with EINVAL
+#   atomic-no-qp-access / atomic-no-mr-access  QP without REMOTE_ATOMIC:
+#                 REM_INV_REQ_ERR; MR without it: REM_ACCESS_ERR; memory
+#                 unchanged
+#   atomic-replay 100 FetchAdds while 20% of the responder's packets are
+#                 lost (netem): every original value is the one before it
+#                 plus one and the word ends exactly 100 higher, so no
+#                 retransmitted atomic ran twice; duplicate_request moved
 # The counters (hw_counters, same names on rxe and rrxe) are checked in the
-# case that must move them.  No READ or atomics (rrxe has neither yet).
+# case that must move them.
 # VM 1 is the responder, VM 2 the requester.
 # drivers: rxe rrxe
 
@@ -43,6 +58,7 @@ STATE = {e.IBV_QPS_RESET: "RESET", e.IBV_QPS_INIT: "INIT", e.IBV_QPS_RTR: "RTR",
          e.IBV_QPS_RTS: "RTS", e.IBV_QPS_SQD: "SQD", e.IBV_QPS_SQE: "SQE",
          e.IBV_QPS_ERR: "ERR"}
 RW = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+RWA = RW | e.IBV_ACCESS_REMOTE_ATOMIC
 
 def log(*a):
     print("#", *a, flush=True)
@@ -142,12 +158,13 @@ class End:
         return dict(qpn=self.qp.qp_num, psn=self.psn, gid=MY_GID,
                     addr=self.mr.buf, rkey=self.mr.rkey, **extra)
 
-    def connect(self, r, timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=12):
+    def connect(self, r, timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=12,
+                access=RW):
         a = QPAttr()
         a.qp_state = e.IBV_QPS_INIT
         a.pkey_index = 0
         a.port_num = 1
-        a.qp_access_flags = RW
+        a.qp_access_flags = access
         self.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
                        e.IBV_QP_ACCESS_FLAGS)
         a = QPAttr()
@@ -184,6 +201,15 @@ class End:
                     send_flags=e.IBV_SEND_SIGNALED)
         if rkey is not None:
             wr.set_wr_rdma(rkey, raddr)
+        self.qp.post_send(wr)
+
+    def post_atomic(self, wr_id, opcode, rkey, raddr, compare_add, swap=0, off=0):
+        """CmpSwap or FetchAdd of the word at RADDR; the original value goes
+        to OFF in the local MR."""
+        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1,
+                    sg=[SGE(self.mr.buf + off, 8, self.mr.lkey)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_atomic(rkey, raddr, compare_add, swap)
         self.qp.post_send(wr)
 
     def post_recv(self, wr_id, off=0, length=4096, mr=None):
@@ -426,6 +452,156 @@ def case_access(ctl, name, how):
         ctl.sync("done")
     end.close()
 
+def word(v):
+    return v.to_bytes(8, sys.byteorder)
+
+def case_qp_access(ctl, name):
+    """A WRITE to a QP that grants no remote access."""
+    end = End(mr_size=4096, fill=0x44)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()), access=e.IBV_ACCESS_LOCAL_WRITE)
+        ctl.sync("connected")
+        ctl.sync("done")
+        ok = end.mr.read(4096, 0) == pattern(0x44, 4096)
+        result(f"{name}-memory-unchanged", ok, "the MR holds its fill" if ok else "the MR changed")
+        expect(f"{name}-responder-state", end.state(), "ERR")
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        ctl.sync("connected")
+        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=64, rkey=r["rkey"], raddr=r["addr"])
+        expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_INV_REQ_ERR)])
+        expect(f"{name}-state", end.state(), "ERR")
+        ctl.sync("done")
+    end.close()
+
+# The target word of the atomic cases, at byte 1024 of VM 1's MR.
+AT_OFF = 1024
+V0 = 0x1122334455667788
+S1 = 0x0102030405060708
+
+def case_atomic(ctl, name):
+    size = 4096
+    end = End(mr_size=size, mr_access=RWA, fill=0x55)
+    if VM == 1:
+        shadow = bytearray(pattern(0x55, size))
+        end.mr.write(word(V0), 8, AT_OFF)
+        shadow[AT_OFF:AT_OFF + 8] = word(V0)
+        end.connect(ctl.xchg(end.info()), access=RWA)
+        ctl.sync("done")
+        shadow[AT_OFF:AT_OFF + 8] = word(S1 + 5)
+        data = end.mr.read(size, 0)
+        bad = [j for j in range(size) if data[j] != shadow[j]]
+        result(f"{name}-memory", not bad,
+               f"word = {S1 + 5:#x}, the rest unchanged" if not bad
+               else f"{len(bad)} bytes differ, first at {bad[0]}: word now "
+                    f"{int.from_bytes(data[AT_OFF:AT_OFF + 8], sys.byteorder):#x}")
+    else:
+        end.mr.write(b"\xaa" * size, size, 0)
+        r = ctl.xchg(end.info())
+        end.connect(r, access=RWA)
+        raddr = r["addr"] + AT_OFF
+        steps = [
+            # (step, opcode, compare_add, swap, original value expected, wc opcode)
+            ("cmp-swap-hit", e.IBV_WR_ATOMIC_CMP_AND_SWP, V0, S1, V0, e.IBV_WC_COMP_SWAP),
+            ("cmp-swap-miss", e.IBV_WR_ATOMIC_CMP_AND_SWP, V0, 0xdead, S1, e.IBV_WC_COMP_SWAP),
+            ("fetch-add", e.IBV_WR_ATOMIC_FETCH_AND_ADD, 5, 0, S1, e.IBV_WC_FETCH_ADD),
+        ]
+        for i, (step, op, ca, sw, want, wop) in enumerate(steps):
+            off = 64 * i
+            end.post_atomic(i, op, r["rkey"], raddr, ca, sw, off=off)
+            expect(f"{name}-{step}-wc",
+                   [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len)
+                    for wc in end.poll(1, 30)],
+                   [(i, e.IBV_WC_SUCCESS, wop, 8)])
+            got = end.mr.read(16, off)
+            expect(f"{name}-{step}-orig", (hex(int.from_bytes(got[:8], sys.byteorder)), got[8:].hex()),
+                   (hex(want), "aa" * 8))
+        ctl.sync("done")
+    end.close()
+
+def case_atomic_misaligned(ctl, name):
+    if VM == 2:
+        end = End(mr_size=4096, mr_access=RWA)
+        try:
+            end.post_atomic(1, e.IBV_WR_ATOMIC_FETCH_AND_ADD, end.mr.rkey, end.mr.buf + 4, 1)
+            result(f"{name}-refused", False, "post_send accepted a misaligned atomic")
+        except Exception as ex:
+            err = getattr(ex, "error_code", None)
+            result(f"{name}-refused", err == 22, f"{type(ex).__name__}: {ex} (error_code {err})")
+        end.close()
+
+def case_atomic_access(ctl, name, how):
+    end = End(mr_size=4096, mr_access=RWA, fill=0x66)
+    if VM == 1:
+        qp_access = RW if how == "qp" else RWA
+        ro = MR(end.pd, 4096, RW)
+        ro.write(pattern(0x77, 4096), 4096, 0)
+        end.connect(ctl.xchg(end.info(ro_addr=ro.buf, ro_rkey=ro.rkey)), access=qp_access)
+        ctl.sync("connected")
+        ctl.sync("done")
+        ok = end.mr.read(4096, 0) == pattern(0x66, 4096) and ro.read(4096, 0) == pattern(0x77, 4096)
+        result(f"{name}-memory-unchanged", ok, "both MRs hold their fill" if ok else "an MR changed")
+        expect(f"{name}-responder-state", end.state(), "ERR")
+        ro.close()
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r, access=RWA)
+        ctl.sync("connected")
+        if how == "qp":
+            rkey, raddr, want = r["rkey"], r["addr"] + AT_OFF, e.IBV_WC_REM_INV_REQ_ERR
+        else:
+            rkey, raddr, want = r["ro_rkey"], r["ro_addr"] + AT_OFF, e.IBV_WC_REM_ACCESS_ERR
+        end.post_atomic(1, e.IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, 1)
+        expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, want)])
+        expect(f"{name}-state", end.state(), "ERR")
+        ctl.sync("done")
+    end.close()
+
+REPLAY_OPS = 100
+REPLAY_START = 0x7000000000000000
+
+def case_atomic_replay(ctl, name):
+    import subprocess
+    end = End(mr_size=4096, mr_access=RWA)
+    if VM == 1:
+        end.mr.write(word(REPLAY_START), 8, AT_OFF)
+        end.connect(ctl.xchg(end.info()), access=RWA)
+        c0 = counters()
+        # Lose a fifth of what this VM sends: atomic acknowledges among it.
+        subprocess.run(["tc", "qdisc", "add", "dev", "eth0", "root", "netem", "loss", "20%"],
+                       check=True)
+        try:
+            ctl.sync("lossy")
+            ctl.sync("done")
+        finally:
+            subprocess.run(["tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
+        final = int.from_bytes(end.mr.read(8, AT_OFF), sys.byteorder)
+        expect(f"{name}-word", hex(final), hex(REPLAY_START + REPLAY_OPS))
+        dups = delta(c0, "duplicate_request")
+        result(f"{name}-duplicates-seen", dups > 0, f"duplicate_request +{dups}")
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r, access=RWA)
+        ctl.sync("lossy")
+        origs, bad = [], []
+        for i in range(REPLAY_OPS):
+            end.post_atomic(i, e.IBV_WR_ATOMIC_FETCH_AND_ADD, r["rkey"], r["addr"] + AT_OFF, 1)
+            wcs = end.poll(1, 60)
+            if [(wc.wr_id, int(wc.status)) for wc in wcs] != [(i, e.IBV_WC_SUCCESS)]:
+                bad.append(i)
+                break
+            origs.append(int.from_bytes(end.mr.read(8, 0), sys.byteorder))
+        ctl.sync("done")
+        result(f"{name}-completions", not bad, f"{len(origs)} FetchAdds completed"
+               if not bad else f"FetchAdd {bad[0]} did not complete")
+        want = [REPLAY_START + i for i in range(len(origs))]
+        first = next((i for i in range(len(origs)) if origs[i] != want[i]), None)
+        result(f"{name}-originals", first is None and len(origs) == REPLAY_OPS,
+               "each original is the previous one plus 1" if first is None
+               else f"FetchAdd {first} returned {origs[first]:#x}, expected {want[first]:#x}")
+    end.close()
+
 CASES = [
     ("rnr-retry0", lambda c, n: case_rnr(c, n, 0)),
     ("rnr-retry2", lambda c, n: case_rnr(c, n, 2)),
@@ -435,6 +611,12 @@ CASES = [
     ("acc-bad-rkey", lambda c, n: case_access(c, n, "bad-rkey")),
     ("acc-past-end", lambda c, n: case_access(c, n, "past-end")),
     ("acc-no-remote-write", lambda c, n: case_access(c, n, "no-remote-write")),
+    ("qp-no-remote-write", case_qp_access),
+    ("atomic", case_atomic),
+    ("atomic-misaligned", case_atomic_misaligned),
+    ("atomic-no-qp-access", lambda c, n: case_atomic_access(c, n, "qp")),
+    ("atomic-no-mr-access", lambda c, n: case_atomic_access(c, n, "mr")),
+    ("atomic-replay", case_atomic_replay),
 ]
 
 def main():

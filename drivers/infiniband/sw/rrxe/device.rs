@@ -71,6 +71,11 @@ pub(crate) struct RrxeDev {
     /// UD multicast groups.
     #[pin]
     pub(crate) mcast: super::mcast::Groups,
+    /// Serialises the read-modify-write of atomic operations (CmpSwap,
+    /// FetchAdd) that this device executes, so that they are atomic with
+    /// respect to each other (`IB_ATOMIC_HCA`).
+    #[pin]
+    pub(crate) atomic_ops: crate::rdma::lock::SpinLockIrq<()>,
 }
 
 impl RrxeDev {
@@ -103,6 +108,7 @@ impl RrxeDev {
             _ns: ns?,
             ndev: held,
             mcast <- crate::rdma::lock::new_spinlock_irq!(KVec::new(), "RrxeDev::mcast"),
+            atomic_ops <- crate::rdma::lock::new_spinlock_irq!((), "RrxeDev::atomic_ops"),
         })
     }
 

@@ -82,6 +82,8 @@ pub(crate) enum Need {
     RemoteWrite,
     /// Remote read (RDMA READ responder).
     RemoteRead,
+    /// Remote atomic (CmpSwap, FetchAdd responder).
+    RemoteAtomic,
 }
 
 /// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
@@ -91,6 +93,7 @@ fn allows(flags: i32, need: Need) -> bool {
         Need::LocalWrite => flags & access::LOCAL_WRITE != 0,
         Need::RemoteWrite => flags & access::REMOTE_WRITE != 0,
         Need::RemoteRead => flags & access::REMOTE_READ != 0,
+        Need::RemoteAtomic => flags & access::REMOTE_ATOMIC != 0,
     }
 }
 
@@ -248,6 +251,29 @@ pub(crate) fn read(
             pages.copy_from(c.index, c.offset, to)
         }),
     }
+}
+
+/// Executes an atomic operation on the 8-byte word at `addr` of the region
+/// of `rkey` (IBTA Vol 1 §9.4.5): reads it, stores `op(value)` when that is
+/// `Some`, and returns the value read. The word is in host byte order, as
+/// the requester's CPU sees it. The device's `atomic_ops` lock makes the
+/// read-modify-write atomic with respect to every other atomic operation
+/// of the device.
+pub(crate) fn atomic(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    rkey: u32,
+    addr: u64,
+    op: impl FnOnce(u64) -> Option<u64>,
+) -> Result<u64, MemError> {
+    let mut word = [0u8; 8];
+    let _guard = dev.atomic_ops.lock();
+    read(dev, pd_id, rkey, true, Need::RemoteAtomic, addr, &mut word)?;
+    let orig = u64::from_ne_bytes(word);
+    if let Some(new) = op(orig) {
+        write(dev, pd_id, rkey, true, Need::RemoteAtomic, addr, &new.to_ne_bytes())?;
+    }
+    Ok(orig)
 }
 
 /// Walks the scatter/gather list `sges` (`count` entries) from byte

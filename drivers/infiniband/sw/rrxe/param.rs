@@ -77,16 +77,20 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 /// invalidate (IBTA Vol 1 §10.6.2.2); kernel ULPs such as NVMe-oF and
 /// NFS/RDMA require it.
 ///
+/// RC_RNR_NAK_GEN: the RC responder answers a SEND without a posted
+/// receive WQE with an RNR NAK (IBTA Vol 1 §9.7.5.2.8).
+///
 /// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
-/// UD_AV_PORT_ENFORCE, RC_RNR_NAK_GEN, MEM_WINDOW(_TYPE_2B),
-/// FLUSH_GLOBAL/PERSISTENT and ATOMIC_WRITE; those are added here together
-/// with the QP, SRQ, MR and MW support they describe.
+/// UD_AV_PORT_ENFORCE, MEM_WINDOW(_TYPE_2B), FLUSH_GLOBAL/PERSISTENT and
+/// ATOMIC_WRITE; those are added here together with the path migration,
+/// MW, FLUSH and ATOMIC WRITE support they describe.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
     .union(DeviceCapFlags::SYS_IMAGE_GUID)
     .union(DeviceCapFlags::SRQ_RESIZE)
-    .union(DeviceCapFlags::MEM_MGT_EXTENSIONS);
+    .union(DeviceCapFlags::MEM_MGT_EXTENSIONS)
+    .union(DeviceCapFlags::RC_RNR_NAK_GEN);
 
 /// Number of GID table entries of the port.
 pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;
@@ -119,8 +123,9 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
         max_qp_rd_atom: 128,
         max_res_rd_atom: 0x3f000,
         max_qp_init_rd_atom: 128,
-        // No atomics yet (the C driver: `IB_ATOMIC_HCA`).
-        atomic_cap: AtomicCap::None,
+        // CmpSwap and FetchAdd, atomic with respect to the device's own
+        // atomics, as the C driver.
+        atomic_cap: AtomicCap::Hca,
         max_mw: DEFAULT_MAX_VALUE - MIN_MW_INDEX,
         max_mcast_grp: 8192,
         max_mcast_qp_attach: 56,

@@ -4,7 +4,8 @@
 
 //! The reliable-connection transport (IBTA Vol 1 chapter 9): requester,
 //! completer and responder of a QP, for SEND, SEND with immediate, RDMA
-//! WRITE and RDMA WRITE with immediate.
+//! WRITE and RDMA WRITE with immediate, RDMA READ and the atomics CmpSwap
+//! and FetchAdd.
 //!
 //! All three run with the QP's state lock held and leave the packets they
 //! build on the QP's transmit queue; the caller sends them after dropping
@@ -25,7 +26,9 @@
 //!   re-acknowledges duplicates, NAKs the first packet past a gap, checks
 //!   opcode sequence, lengths, keys and permissions before touching memory,
 //!   answers RNR when no receive WQE is posted, and acknowledges when the
-//!   requester asks (AckReq).
+//!   requester asks (AckReq). An atomic is executed once: its original
+//!   value is kept by PSN ([`AtomicReplies`]) and a retransmitted request
+//!   gets the same atomic acknowledge again.
 //!
 //! WQEs are snapshots: the requester copies a send WQE out of the shared
 //! queue before using it, and keeps what completion needs (`WqeMeta`) in
@@ -39,6 +42,8 @@ use crate::{
             NakCode,
             Syndrome, //
         },
+        atmack::AtomicAckEth,
+        atmeth::AtomicEth,
         bth::{
             Bth,
             DEFAULT_PKEY, //
@@ -62,6 +67,7 @@ use crate::{
         },
         rc::{
             self,
+            AtomicReplies,
             InProgress,
             MAX_UNACKED_PSNS, //
         },
@@ -116,6 +122,10 @@ const WC_SEND: u32 = 0;
 const WC_RDMA_WRITE: u32 = 1;
 /// `IB_WC_RDMA_READ`.
 const WC_RDMA_READ: u32 = 2;
+/// `IB_WC_COMP_SWAP`.
+const WC_COMP_SWAP: u32 = 3;
+/// `IB_WC_FETCH_ADD`.
+const WC_FETCH_ADD: u32 = 4;
 /// `IB_WC_RECV`.
 pub(crate) const WC_RECV: u32 = 1 << 7;
 /// `IB_WC_RECV_RDMA_WITH_IMM`.
@@ -138,8 +148,11 @@ pub(crate) struct WqeMeta {
     len: u32,
     first_psn: Psn,
     last_psn: Psn,
-    /// An RDMA READ: completed only by its responses.
-    is_read: bool,
+    /// An RDMA READ or an atomic: completed only by its responses (READ
+    /// responses, the atomic acknowledge), never by a plain ACK.
+    rd_atomic: bool,
+    /// An atomic (CmpSwap, FetchAdd).
+    atomic: bool,
     /// A local operation (REG_MR, LOCAL_INV), executed when started; it
     /// completes once it is the oldest WQE ([`complete_local_ops`]).
     local: bool,
@@ -171,7 +184,7 @@ pub(crate) struct Req {
     rnr_wait: bool,
     /// The retransmit timer is armed.
     timer_armed: bool,
-    /// RDMA READs started and not completed.
+    /// RDMA READs and atomics started and not completed.
     reads_in_flight: u32,
     /// A READ response was missing and the READ was asked again.
     read_gap: bool,
@@ -207,7 +220,10 @@ pub(crate) struct Resp {
     write_rkey: u32,
     write_resid: u32,
     write_len: u32,
+    /// Original values of the atomics executed recently, for replay.
+    atomics: AtomicReplies,
 }
+
 
 impl Req {
     /// Resets the requester to `psn` with the retry counts of the QP.
@@ -362,7 +378,7 @@ fn retire(qp: &Qp<Rrxe>, st: &mut State, upto: Psn) -> bool {
     let mut progress = false;
     while sq_before(st, st.sq.consumer(), st.req.started_end) {
         let m = meta(st, st.sq.consumer());
-        if m.last_psn.after(upto) || m.is_read || m.failed {
+        if m.last_psn.after(upto) || m.rd_atomic || m.failed {
             break;
         }
         complete_head(qp, st, WcStatus::Success);
@@ -385,6 +401,9 @@ enum Work {
     Msg(MessageKind),
     /// One READ request; the data comes back in READ responses.
     Read,
+    /// One atomic request; the original value comes back in the atomic
+    /// acknowledge.
+    Atomic,
 }
 
 /// Work and completion opcode of a send WR opcode.
@@ -398,6 +417,8 @@ fn kind_of(opcode: u32) -> Option<(Work, u32)> {
         }
         wqe::IB_WR_RDMA_READ => Some((Work::Read, WC_RDMA_READ)),
         wqe::IB_WR_SEND_WITH_INV => Some((Work::Msg(MessageKind::SendWithInv), WC_SEND)),
+        wqe::IB_WR_ATOMIC_CMP_AND_SWP => Some((Work::Atomic, WC_COMP_SWAP)),
+        wqe::IB_WR_ATOMIC_FETCH_AND_ADD => Some((Work::Atomic, WC_FETCH_ADD)),
         _ => None,
     }
 }
@@ -452,6 +473,66 @@ fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, cou
     true
 }
 
+/// Queues the atomic request of the WQE at `req.next` (CmpSwap or
+/// FetchAdd, IBTA Vol 1 §9.4.5); `false` if it could not be built.
+fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    let (opcode, atmeth) = if w.opcode == wqe::IB_WR_ATOMIC_CMP_AND_SWP {
+        (
+            Opcode::RC_COMPARE_SWAP,
+            AtomicEth {
+                va: w.remote_addr,
+                rkey: w.rkey,
+                swap_add: w.swap,
+                compare: w.compare_add,
+            },
+        )
+    } else {
+        (
+            Opcode::RC_FETCH_ADD,
+            AtomicEth {
+                va: w.remote_addr,
+                rkey: w.rkey,
+                swap_add: w.compare_add,
+                compare: 0,
+            },
+        )
+    };
+    let bth = Bth {
+        opcode,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: st.attr.dest_qp_num(),
+        ack_req: true,
+        psn: st.req.psn,
+        ..Bth::default()
+    };
+    let ext = ExtHeaders {
+        atmeth: Some(atmeth),
+        ..ExtHeaders::default()
+    };
+    let Some(tx) = tx_ctx(qp, st) else {
+        return false;
+    };
+    match tx.build(&bth, &ext, 0, |_| Ok(())) {
+        Ok(skb) => qp.txq.push_back(skb),
+        Err(_) => {
+            if !st.req.timer_armed {
+                arm_retransmit(qp, st);
+            }
+            return false;
+        }
+    }
+    st.req.psn = st.req.psn.next();
+    if st.req.sent_end.before(st.req.psn) {
+        st.req.sent_end = st.req.psn;
+    }
+    st.req.next = st.sq.geo.next(st.req.next);
+    st.req.offset = 0;
+    if !st.req.timer_armed {
+        arm_retransmit(qp, st);
+    }
+    true
+}
+
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait {
@@ -494,7 +575,13 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
             .filter(|(w, (work, _))| {
                 w.length <= MAX_MSG_SIZE
-                    && !(uc && matches!(*work, Work::Read | Work::Msg(MessageKind::SendWithInv)))
+                    && !(uc
+                        && matches!(
+                            *work,
+                            Work::Read | Work::Atomic | Work::Msg(MessageKind::SendWithInv)
+                        ))
+                    // An atomic reads and writes one aligned 8-byte word.
+                    && (*work != Work::Atomic || (w.length >= 8 && w.remote_addr & 7 == 0))
             });
         let Some((w, (work, wc_opcode))) = parsed else {
             // A WQE rxe cannot execute completes in error once it is the oldest.
@@ -515,14 +602,22 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
             break;
         };
-        let count = packet_count(w.length, pmtu);
-        let is_read = work == Work::Read;
+        let atomic = work == Work::Atomic;
+        let count = if atomic {
+            1
+        } else {
+            packet_count(w.length, pmtu)
+        };
+        let rd_atomic = atomic || work == Work::Read;
         if st.req.offset == 0 {
             if sq_before(st, idx, st.req.started_end) {
                 st.req.psn = meta(st, idx).first_psn;
             } else {
-                // At most `max_rd_atomic` READs outstanding (at least one).
-                if is_read && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1) {
+                // At most `max_rd_atomic` READs and atomics outstanding (at
+                // least one).
+                if rd_atomic
+                    && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1)
+                {
                     break;
                 }
                 let m = WqeMeta {
@@ -532,10 +627,11 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     len: w.length,
                     first_psn: st.req.psn,
                     last_psn: st.req.psn.add(count - 1),
-                    is_read,
+                    rd_atomic,
+                    atomic,
                     ..WqeMeta::default()
                 };
-                if is_read {
+                if rd_atomic {
                     st.req.reads_in_flight += 1;
                 }
                 match st.sq_meta.get_mut(idx as usize) {
@@ -548,6 +644,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         let index = st.req.offset / mtu;
         if let Work::Read = work {
             if !send_read_request(qp, st, &w, index, count) {
+                break;
+            }
+            continue;
+        }
+        if atomic {
+            if !send_atomic_request(qp, st, &w) {
                 break;
             }
             continue;
@@ -668,13 +770,11 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if !matches!(state, qp_state::RTS | qp_state::SQD | qp_state::SQE) {
         return;
     }
-    if matches!(pkt.info().operation, Operation::RdmaReadResponse) {
-        on_read_response(qp, st, pkt, sq_sig_all);
-        return;
-    }
-    if !matches!(pkt.info().operation, Operation::Acknowledge) {
-        // Atomic acknowledges come with atomics.
-        return;
+    match pkt.info().operation {
+        Operation::RdmaReadResponse => return on_read_response(qp, st, pkt, sq_sig_all),
+        Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt, sq_sig_all),
+        Operation::Acknowledge => {}
+        _ => return,
     }
     let Some(aeth) = pkt.ext().aeth else {
         return;
@@ -693,11 +793,12 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
             let p = retire(qp, st, psn);
             let head = meta(st, st.sq.consumer());
             if sq_before(st, st.sq.consumer(), st.req.started_end)
-                && head.is_read
+                && head.rd_atomic
                 && !head.first_psn.after(psn)
             {
                 // Acknowledged past a READ whose responses did not all
-                // arrive: ask for the rest again.
+                // arrive, or an atomic whose acknowledge was lost: ask
+                // again (the responder replays an atomic's result).
                 let from = if st.req.comp_psn.before(head.first_psn) {
                     head.first_psn
                 } else {
@@ -803,7 +904,8 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     let idx = st.sq.consumer();
     let m = meta(st, idx);
     if !sq_before(st, idx, st.req.started_end)
-        || !m.is_read
+        || !m.rd_atomic
+        || m.atomic
         || psn.before(m.first_psn)
         || psn.after(m.last_psn)
     {
@@ -844,6 +946,60 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         complete_head(qp, st, WcStatus::Success);
         st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
     }
+    st.req.retry_left = st.attr.retry_cnt();
+    if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
+        arm_retransmit(qp, st);
+    } else {
+        qp.cancel_timer(QpTimer::Retransmit);
+        st.req.timer_armed = false;
+    }
+    run_requester(qp, st, sq_sig_all);
+}
+
+/// Completer: an atomic acknowledge arrived, carrying the original value
+/// of the remote word; it goes to the WQE's local buffer, in host order.
+fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
+    let psn = pkt.bth().psn;
+    if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
+        return;
+    }
+    let Some(AtomicAckEth { orig }) = pkt.ext().atmack else {
+        return;
+    };
+    // Everything before the atomic is implicitly acknowledged.
+    retire(qp, st, psn.sub(1));
+    let idx = st.sq.consumer();
+    let m = meta(st, idx);
+    if !sq_before(st, idx, st.req.started_end) || !m.atomic || m.first_psn != psn {
+        return;
+    }
+    if st.snap_index != Some(idx) {
+        let State { sq, sq_snap, .. } = &mut *st;
+        if sq.read_slot(idx, sq_snap).is_err() {
+            return;
+        }
+        st.snap_index = Some(idx);
+    }
+    let Ok(w) = SendWqe::parse(&st.sq_snap) else {
+        return fail_head(qp, st, WcStatus::LocQpOpErr);
+    };
+    if let Err(e) = mem::scatter_send(
+        qp.device(),
+        qp.pd_id(),
+        &st.sq_snap,
+        w.num_sge,
+        0,
+        &orig.to_ne_bytes(),
+    ) {
+        let status = match e {
+            MemError::Length => WcStatus::LocLenErr,
+            _ => WcStatus::LocProtErr,
+        };
+        return fail_head(qp, st, status);
+    }
+    st.req.comp_psn = psn.next();
+    complete_head(qp, st, WcStatus::Success);
+    st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
     st.req.retry_left = st.attr.retry_cnt();
     if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
         arm_retransmit(qp, st);
@@ -909,6 +1065,35 @@ fn send_ack(qp: &Qp<Rrxe>, st: &mut State, syndrome: Syndrome, psn: Psn) {
     };
     let ext = ExtHeaders {
         aeth: Some(aeth),
+        ..ExtHeaders::default()
+    };
+    match tx.build(&bth, &ext, 0, |_| Ok(())) {
+        Ok(skb) => qp.txq.push_back(skb),
+        Err(_) => qp.device().counters.inc(Counter::SendErr),
+    }
+}
+
+/// Queues the atomic acknowledge of the request at `psn`, carrying the
+/// original value `orig` of the remote word.
+fn send_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, orig: u64) {
+    let msn = st.resp.msn;
+    let dest_qpn = st.attr.dest_qp_num();
+    let Some(tx) = tx_ctx(qp, st) else {
+        return;
+    };
+    let Ok(aeth) = Aeth::new(ack(), msn) else {
+        return;
+    };
+    let bth = Bth {
+        opcode: Opcode::RC_ATOMIC_ACKNOWLEDGE,
+        pkey: DEFAULT_PKEY,
+        dest_qpn,
+        psn,
+        ..Bth::default()
+    };
+    let ext = ExtHeaders {
+        aeth: Some(aeth),
+        atmack: Some(AtomicAckEth { orig }),
         ..ExtHeaders::default()
     };
     match tx.build(&bth, &ext, 0, |_| Ok(())) {
@@ -1201,6 +1386,18 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 }
                 return;
             }
+            if matches!(
+                info.operation,
+                Operation::CompareSwap | Operation::FetchAdd
+            ) {
+                // The acknowledge was lost: send the saved result again; an
+                // atomic is never executed twice. Without a saved result
+                // (too old), nothing is sent and the requester times out.
+                if let Some(orig) = st.resp.atomics.find(psn) {
+                    send_atomic_ack(qp, st, psn, orig);
+                }
+                return;
+            }
             // SEND and WRITE are not executed twice: acknowledge what has
             // been received so far, where the requester asks for it (a
             // retransmitted message of 64 packets gets a few ACKs, not 64).
@@ -1282,8 +1479,10 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             }
         }
         Operation::RdmaWrite => {
+            // As the C driver: an operation the QP does not grant is an
+            // invalid request (REM_INV_REQ_ERR), not an access error.
             if qp_access & access::REMOTE_WRITE == 0 {
-                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             // WRITE with immediate consumes a receive WQE: make sure one is
             // there before any data is placed.
@@ -1346,7 +1545,7 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             };
             if qp_access & access::REMOTE_READ == 0 {
-                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             match read_responses(qp, st, psn, &reth) {
                 Ok(count) => {
@@ -1357,8 +1556,35 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             }
             return;
         }
+        Operation::CompareSwap | Operation::FetchAdd => {
+            let Some(a) = pkt.ext().atmeth else {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            };
+            // As the C driver: a QP without remote atomic access or a
+            // misaligned address is an invalid request; a bad key or range
+            // a remote access error.
+            if qp_access & access::REMOTE_ATOMIC == 0 || a.va & 7 != 0 {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            }
+            let compare_swap = info.operation == Operation::CompareSwap;
+            let result = mem::atomic(dev, pd_id, a.rkey, a.va, |v| {
+                if compare_swap {
+                    (v == a.compare).then_some(a.swap_add)
+                } else {
+                    Some(v.wrapping_add(a.swap_add))
+                }
+            });
+            let orig = match result {
+                Ok(orig) => orig,
+                Err(_) => return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn),
+            };
+            st.resp.atomics.record(psn, orig);
+            st.resp.epsn = psn.next();
+            st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+            send_atomic_ack(qp, st, psn, orig);
+            return;
+        }
         _ => {
-            // Atomics come with the next issue.
             return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
         }
     }
@@ -1447,7 +1673,8 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
         len: 0,
         first_psn: st.req.psn,
         last_psn: st.req.psn.sub(1),
-        is_read: false,
+        rd_atomic: false,
+        atomic: false,
         local: true,
         failed: result.is_err(),
     };

@@ -131,6 +131,46 @@ pub const fn take_retry(left: u8, seven_is_infinite: bool) -> Option<u8> {
     }
 }
 
+/// The responder's record of executed atomics (IBTA Vol 1 §9.4.5: a
+/// duplicate atomic request is answered with the saved result, never
+/// executed again), indexed by PSN modulo its size. A requester keeps at
+/// most [`MAX_UNACKED_PSNS`] PSNs in flight, so the request a duplicate
+/// repeats is never older than that many PSNs.
+pub struct AtomicReplies {
+    entries: [Option<(Psn, u64)>; MAX_UNACKED_PSNS as usize],
+}
+
+impl Default for AtomicReplies {
+    fn default() -> Self {
+        AtomicReplies {
+            entries: [None; MAX_UNACKED_PSNS as usize],
+        }
+    }
+}
+
+impl AtomicReplies {
+    fn slot(psn: Psn) -> usize {
+        // CAST: reduced modulo the table size.
+        (psn.get() % MAX_UNACKED_PSNS) as usize
+    }
+
+    /// Saves the original value `orig` of the atomic at `psn`.
+    pub fn record(&mut self, psn: Psn, orig: u64) {
+        if let Some(e) = self.entries.get_mut(Self::slot(psn)) {
+            *e = Some((psn, orig));
+        }
+    }
+
+    /// The original value saved for the atomic at `psn`, if it is still
+    /// kept.
+    pub fn find(&self, psn: Psn) -> Option<u64> {
+        match self.entries.get(Self::slot(psn)) {
+            Some(Some((p, orig))) if *p == psn => Some(*orig),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +271,27 @@ mod tests {
         assert_eq!(take_retry(0, true), None);
         assert_eq!(take_retry(7, true), Some(7));
         assert_eq!(take_retry(7, false), Some(6));
+    }
+
+    #[test]
+    fn atomic_replies_by_psn() {
+        let mut r = AtomicReplies::default();
+        let p = Psn::new(0x00ff_fff0);
+        assert_eq!(r.find(p), None);
+        r.record(p, 7);
+        assert_eq!(r.find(p), Some(7));
+        // A PSN sharing the slot is not mistaken for it.
+        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), None);
+        // Across the 24-bit wrap, each of a window of PSNs keeps its own value.
+        for i in 0..MAX_UNACKED_PSNS {
+            r.record(p.add(i), u64::from(i) << 32);
+        }
+        for i in 0..MAX_UNACKED_PSNS {
+            assert_eq!(r.find(p.add(i)), Some(u64::from(i) << 32));
+        }
+        // A window later, the old entries are gone.
+        r.record(p.add(MAX_UNACKED_PSNS), 1);
+        assert_eq!(r.find(p), None);
+        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), Some(1));
     }
 }
