@@ -190,16 +190,6 @@ void rrxe_helper_put_net(struct net *net)
 	put_net(net);
 }
 
-void rrxe_helper_net_passive_inc(struct net *net)
-{
-	net_passive_inc(net);
-}
-
-void rrxe_helper_net_passive_dec(struct net *net)
-{
-	net_passive_dec(net);
-}
-
 /* include/net/route.h, include/net/ip6_route.h */
 
 /* ip_route_output_key() for UDP from @saddr to @daddr out of @oif. */

@@ -16,10 +16,7 @@ pub use device::{
     random_ether_addr,
     Device, //
 };
-pub use namespace::{
-    Namespace,
-    PassiveRef, //
-};
+pub use namespace::Namespace;
 pub use route::Route;
 pub use skbuff::{
     xmit_udp,

@@ -10,17 +10,15 @@ use crate::{
 };
 use core::ptr::NonNull;
 use kernel::{
-    sync::aref::{
-        ARef,
-        AlwaysRefCounted, //
-    },
+    sync::aref::AlwaysRefCounted,
     types::Opaque, //
 };
 
 /// A network namespace.
 ///
 /// `ARef<Namespace>` holds a reference (`get_net`) that keeps the namespace
-/// alive; [`PassiveRef`] only keeps its memory.
+/// alive. (Modules cannot hold passive references: with `CONFIG_NET_NS`,
+/// `net_passive_dec` is not exported.)
 ///
 /// # Invariants
 ///
@@ -74,59 +72,5 @@ impl Device {
     pub fn net(&self) -> &Namespace {
         // SAFETY: `self` is valid; a device's namespace is alive while the device is in it.
         unsafe { Namespace::from_raw(bindings::dev_net(self.as_raw())) }
-    }
-}
-
-/// A passive reference to a namespace (`net_passive_inc`): the `struct net`
-/// stays allocated, but the namespace may be dismantled.
-///
-/// It does not keep the namespace's per-namespace state alive and does not
-/// delay its teardown; [`PassiveRef::get`] returns the namespace while it
-/// is alive.
-///
-/// # Invariants
-///
-/// `ptr` is a `struct net` on which `self` holds a passive reference.
-pub struct PassiveRef {
-    ptr: NonNull<bindings::net>,
-}
-
-// SAFETY: The passive reference may be dropped on any thread.
-unsafe impl Send for PassiveRef {}
-
-// SAFETY: `&PassiveRef` only allows `get`, which is thread-safe.
-unsafe impl Sync for PassiveRef {}
-
-impl PassiveRef {
-    /// Takes a passive reference on `net`.
-    pub fn new(net: &Namespace) -> Self {
-        // SAFETY: `net` is alive by its type invariant.
-        unsafe { bindings::net_passive_inc(net.as_raw()) };
-        // INVARIANT: We took a passive reference.
-        Self {
-            // SAFETY: `as_raw` of a reference is not NULL.
-            ptr: unsafe { NonNull::new_unchecked(net.as_raw()) },
-        }
-    }
-
-    /// Returns whether `net` is the namespace referenced.
-    pub fn is(&self, net: &Namespace) -> bool {
-        core::ptr::eq(self.ptr.as_ptr(), net.as_raw())
-    }
-
-    /// Returns a reference to the namespace if it is still alive
-    /// (`maybe_get_net`).
-    pub fn get(&self) -> Option<ARef<Namespace>> {
-        // SAFETY: The passive reference keeps the `struct net` allocated.
-        let net = NonNull::new(unsafe { bindings::maybe_get_net(self.ptr.as_ptr()) })?;
-        // SAFETY: `maybe_get_net` took a reference, which the `ARef` now owns.
-        Some(unsafe { ARef::from_raw(net.cast::<Namespace>()) })
-    }
-}
-
-impl Drop for PassiveRef {
-    fn drop(&mut self) {
-        // SAFETY: We hold a passive reference by the type invariant.
-        unsafe { bindings::net_passive_dec(self.ptr.as_ptr()) };
     }
 }

@@ -9,8 +9,10 @@
 //! first device created on a net device of a namespace opens them; they are
 //! closed when the last such device goes away, or with the namespace, or at
 //! module unload (whichever comes first). The count and the sockets are kept
-//! in per-namespace state under a mutex, as `rxe_ns.c` does with RCU
-//! pointers and socket reference counts.
+//! under a mutex in an object that the namespace's state and every device
+//! of the namespace share, so that a device never needs the `struct net`
+//! again: it may go away after its namespace (a module cannot hold a
+//! passive namespace reference).
 
 use crate::{
     net::{
@@ -24,15 +26,17 @@ use crate::{
             Family,
             UdpTunnelSock, //
         },
-        Namespace,
-        PassiveRef, //
+        Namespace, //
     },
     proto::ROCEV2_UDP_PORT,
 };
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::Mutex, //
+    sync::{
+        Arc,
+        Mutex, //
+    }, //
 };
 
 use super::recv::Rx;
@@ -50,11 +54,16 @@ struct Sockets {
     v6: Option<UdpTunnelSock>,
 }
 
-/// Per-namespace state of rrxe.
+/// The sockets of a namespace, shared by its state and its devices.
 #[pin_data]
-pub(crate) struct NsState {
+struct Shared {
     #[pin]
     sockets: Mutex<Sockets>,
+}
+
+/// Per-namespace state of rrxe.
+pub(crate) struct NsState {
+    shared: Arc<Shared>,
 }
 
 impl PernetData for NsState {
@@ -64,13 +73,29 @@ impl PernetData for NsState {
 
     fn init(_net: &Namespace) -> impl PinInit<Self, Error> {
         // Sockets are opened with the first device, not with every namespace.
-        try_pin_init!(Self {
-            sockets <- new_mutex!(Sockets {
-                users: 0,
-                v4: None,
-                v6: None,
+        let shared = Arc::pin_init(
+            pin_init!(Shared {
+                sockets <- new_mutex!(Sockets {
+                    users: 0,
+                    v4: None,
+                    v6: None,
+                }),
             }),
-        })
+            GFP_KERNEL,
+        );
+        shared.map(|shared| Self { shared })
+    }
+}
+
+impl Drop for NsState {
+    fn drop(&mut self) {
+        // The namespace is being dismantled (or the module unloaded): its
+        // sockets close now, whatever devices still count on them.
+        let closing = {
+            let mut s = self.shared.sockets.lock();
+            (s.v4.take(), s.v6.take())
+        };
+        drop(closing);
     }
 }
 
@@ -95,9 +120,9 @@ fn open(net: &Namespace) -> Result<(UdpTunnelSock, Option<UdpTunnelSock>)> {
 }
 
 /// A device's use of the sockets of its namespace: they stay open while it
-/// exists.
+/// exists, or until the namespace is dismantled.
 pub(crate) struct NsUse {
-    net: PassiveRef,
+    shared: Arc<Shared>,
 }
 
 impl NsUse {
@@ -106,30 +131,24 @@ impl NsUse {
     pub(crate) fn new(ndev: &net::Device) -> Result<Self> {
         let net = ndev.net();
         let state = NsState::get(net).ok_or(ENODEV)?;
-        let mut s = state.sockets.lock();
-        if s.users == 0 {
-            let (v4, v6) = open(net)?;
-            s.v4 = Some(v4);
-            s.v6 = v6;
+        let shared = state.shared.clone();
+        {
+            let mut s = shared.sockets.lock();
+            if s.users == 0 {
+                let (v4, v6) = open(net)?;
+                s.v4 = Some(v4);
+                s.v6 = v6;
+            }
+            s.users += 1;
         }
-        s.users += 1;
-        Ok(Self {
-            net: PassiveRef::new(net),
-        })
+        Ok(Self { shared })
     }
 }
 
 impl Drop for NsUse {
     fn drop(&mut self) {
-        // A namespace that is being dismantled releases its sockets itself.
-        let Some(net) = self.net.get() else {
-            return;
-        };
-        let Some(state) = NsState::get(&net) else {
-            return;
-        };
         let closing = {
-            let mut s = state.sockets.lock();
+            let mut s = self.shared.sockets.lock();
             s.users = s.users.saturating_sub(1);
             if s.users == 0 {
                 Some((s.v4.take(), s.v6.take()))
