@@ -271,7 +271,15 @@ pub(crate) fn atomic(
     read(dev, pd_id, rkey, true, Need::RemoteAtomic, addr, &mut word)?;
     let orig = u64::from_ne_bytes(word);
     if let Some(new) = op(orig) {
-        write(dev, pd_id, rkey, true, Need::RemoteAtomic, addr, &new.to_ne_bytes())?;
+        write(
+            dev,
+            pd_id,
+            rkey,
+            true,
+            Need::RemoteAtomic,
+            addr,
+            &new.to_ne_bytes(),
+        )?;
     }
     Ok(orig)
 }

@@ -224,7 +224,6 @@ pub(crate) struct Resp {
     atomics: AtomicReplies,
 }
 
-
 impl Req {
     /// Resets the requester to `psn` with the retry counts of the QP.
     pub(crate) fn reset(&mut self, psn: Psn) {
@@ -615,8 +614,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             } else {
                 // At most `max_rd_atomic` READs and atomics outstanding (at
                 // least one).
-                if rd_atomic
-                    && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1)
+                if rd_atomic && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1)
                 {
                     break;
                 }
@@ -1386,10 +1384,7 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 }
                 return;
             }
-            if matches!(
-                info.operation,
-                Operation::CompareSwap | Operation::FetchAdd
-            ) {
+            if matches!(info.operation, Operation::CompareSwap | Operation::FetchAdd) {
                 // The acknowledge was lost: send the saved result again; an
                 // atomic is never executed twice. Without a saved result
                 // (too old), nothing is sent and the requester times out.
