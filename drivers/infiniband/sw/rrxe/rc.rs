@@ -447,29 +447,37 @@ fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, cou
         }),
         ..ExtHeaders::default()
     };
+    // The responses take the PSNs of the packets still to come.
+    queue_request(qp, st, &bth, &ext, count.saturating_sub(index).max(1))
+}
+
+/// Queues the one request packet of the WQE at `req.next` (a READ request
+/// or an atomic), whose responses take `psns` PSNs, and moves to the next
+/// WQE; `false` if it could not be built (the retransmit timer tries again).
+fn queue_request(qp: &Qp<Rrxe>, st: &mut State, bth: &Bth, ext: &ExtHeaders, psns: u32) -> bool {
     let Some(tx) = tx_ctx(qp, st) else {
         return false;
     };
-    match tx.build(&bth, &ext, 0, |_| Ok(())) {
-        Ok(skb) => qp.txq.push_back(skb),
-        Err(_) => {
-            if !st.req.timer_armed {
-                arm_retransmit(qp, st);
-            }
-            return false;
+    let built = tx.build(bth, ext, 0, |_| Ok(()));
+    let ok = match built {
+        Ok(skb) => {
+            qp.txq.push_back(skb);
+            true
         }
+        Err(_) => false,
+    };
+    if ok {
+        st.req.psn = st.req.psn.add(psns);
+        if st.req.sent_end.before(st.req.psn) {
+            st.req.sent_end = st.req.psn;
+        }
+        st.req.next = st.sq.geo.next(st.req.next);
+        st.req.offset = 0;
     }
-    // The responses take the PSNs of the packets still to come.
-    st.req.psn = st.req.psn.add(count.saturating_sub(index).max(1));
-    if st.req.sent_end.before(st.req.psn) {
-        st.req.sent_end = st.req.psn;
-    }
-    st.req.next = st.sq.geo.next(st.req.next);
-    st.req.offset = 0;
     if !st.req.timer_armed {
         arm_retransmit(qp, st);
     }
-    true
+    ok
 }
 
 /// Queues the atomic request of the WQE at `req.next` (CmpSwap or
@@ -508,28 +516,7 @@ fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
         atmeth: Some(atmeth),
         ..ExtHeaders::default()
     };
-    let Some(tx) = tx_ctx(qp, st) else {
-        return false;
-    };
-    match tx.build(&bth, &ext, 0, |_| Ok(())) {
-        Ok(skb) => qp.txq.push_back(skb),
-        Err(_) => {
-            if !st.req.timer_armed {
-                arm_retransmit(qp, st);
-            }
-            return false;
-        }
-    }
-    st.req.psn = st.req.psn.next();
-    if st.req.sent_end.before(st.req.psn) {
-        st.req.sent_end = st.req.psn;
-    }
-    st.req.next = st.sq.geo.next(st.req.next);
-    st.req.offset = 0;
-    if !st.req.timer_armed {
-        arm_retransmit(qp, st);
-    }
-    true
+    queue_request(qp, st, &bth, &ext, 1)
 }
 
 /// Sends what the send queue and the window allow.
@@ -915,15 +902,32 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     if payload.len() != expect as usize {
         return;
     }
+    if !place_response(qp, st, idx, offset, payload) {
+        return;
+    }
+    st.req.comp_psn = psn.next();
+    if psn == m.last_psn {
+        complete_head(qp, st, WcStatus::Success);
+        st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
+    }
+    response_progress(qp, st, sq_sig_all);
+}
+
+/// Places `data` at byte `offset` of the local SGE list of the oldest send
+/// WQE `idx` (READ response data, an atomic's original value); on a bad
+/// WQE or SGE list the WQE completes in error (QP to ERR). `false` if
+/// nothing was placed.
+fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[u8]) -> bool {
     if st.snap_index != Some(idx) {
         let State { sq, sq_snap, .. } = &mut *st;
         if sq.read_slot(idx, sq_snap).is_err() {
-            return;
+            return false;
         }
         st.snap_index = Some(idx);
     }
     let Ok(w) = SendWqe::parse(&st.sq_snap) else {
-        return fail_head(qp, st, WcStatus::LocQpOpErr);
+        fail_head(qp, st, WcStatus::LocQpOpErr);
+        return false;
     };
     if let Err(e) = mem::scatter_send(
         qp.device(),
@@ -931,19 +935,22 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         &st.sq_snap,
         w.num_sge,
         offset,
-        payload,
+        data,
     ) {
         let status = match e {
             MemError::Length => WcStatus::LocLenErr,
             _ => WcStatus::LocProtErr,
         };
-        return fail_head(qp, st, status);
+        fail_head(qp, st, status);
+        return false;
     }
-    st.req.comp_psn = psn.next();
-    if psn == m.last_psn {
-        complete_head(qp, st, WcStatus::Success);
-        st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    }
+    true
+}
+
+/// After a response moved `req.comp_psn`: the retry count starts over, the
+/// retransmit timer follows what is still in flight, and the requester
+/// sends what the window now allows.
+fn response_progress(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     st.req.retry_left = st.attr.retry_cnt();
     if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
         arm_retransmit(qp, st);
@@ -971,41 +978,13 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bo
     if !sq_before(st, idx, st.req.started_end) || !m.atomic || m.first_psn != psn {
         return;
     }
-    if st.snap_index != Some(idx) {
-        let State { sq, sq_snap, .. } = &mut *st;
-        if sq.read_slot(idx, sq_snap).is_err() {
-            return;
-        }
-        st.snap_index = Some(idx);
-    }
-    let Ok(w) = SendWqe::parse(&st.sq_snap) else {
-        return fail_head(qp, st, WcStatus::LocQpOpErr);
-    };
-    if let Err(e) = mem::scatter_send(
-        qp.device(),
-        qp.pd_id(),
-        &st.sq_snap,
-        w.num_sge,
-        0,
-        &orig.to_ne_bytes(),
-    ) {
-        let status = match e {
-            MemError::Length => WcStatus::LocLenErr,
-            _ => WcStatus::LocProtErr,
-        };
-        return fail_head(qp, st, status);
+    if !place_response(qp, st, idx, 0, &orig.to_ne_bytes()) {
+        return;
     }
     st.req.comp_psn = psn.next();
     complete_head(qp, st, WcStatus::Success);
     st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    st.req.retry_left = st.attr.retry_cnt();
-    if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
-        arm_retransmit(qp, st);
-    } else {
-        qp.cancel_timer(QpTimer::Retransmit);
-        st.req.timer_armed = false;
-    }
-    run_requester(qp, st, sq_sig_all);
+    response_progress(qp, st, sq_sig_all);
 }
 
 /// A timer of the QP fired.
@@ -1046,6 +1025,23 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
 
 /// Queues an acknowledge with `syndrome` for `psn`.
 fn send_ack(qp: &Qp<Rrxe>, st: &mut State, syndrome: Syndrome, psn: Psn) {
+    queue_ack(qp, st, syndrome, psn, None);
+}
+
+/// Queues the atomic acknowledge of the request at `psn`, carrying the
+/// original value `orig` of the remote word.
+fn send_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, orig: u64) {
+    queue_ack(qp, st, ack(), psn, Some(AtomicAckEth { orig }));
+}
+
+/// Queues an acknowledge (an atomic acknowledge when `atmack` is given).
+fn queue_ack(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    syndrome: Syndrome,
+    psn: Psn,
+    atmack: Option<AtomicAckEth>,
+) {
     let msn = st.resp.msn;
     let dest_qpn = st.attr.dest_qp_num();
     let Some(tx) = tx_ctx(qp, st) else {
@@ -1055,7 +1051,11 @@ fn send_ack(qp: &Qp<Rrxe>, st: &mut State, syndrome: Syndrome, psn: Psn) {
         return;
     };
     let bth = Bth {
-        opcode: Opcode::RC_ACKNOWLEDGE,
+        opcode: if atmack.is_some() {
+            Opcode::RC_ATOMIC_ACKNOWLEDGE
+        } else {
+            Opcode::RC_ACKNOWLEDGE
+        },
         pkey: DEFAULT_PKEY,
         dest_qpn,
         psn,
@@ -1063,35 +1063,7 @@ fn send_ack(qp: &Qp<Rrxe>, st: &mut State, syndrome: Syndrome, psn: Psn) {
     };
     let ext = ExtHeaders {
         aeth: Some(aeth),
-        ..ExtHeaders::default()
-    };
-    match tx.build(&bth, &ext, 0, |_| Ok(())) {
-        Ok(skb) => qp.txq.push_back(skb),
-        Err(_) => qp.device().counters.inc(Counter::SendErr),
-    }
-}
-
-/// Queues the atomic acknowledge of the request at `psn`, carrying the
-/// original value `orig` of the remote word.
-fn send_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, orig: u64) {
-    let msn = st.resp.msn;
-    let dest_qpn = st.attr.dest_qp_num();
-    let Some(tx) = tx_ctx(qp, st) else {
-        return;
-    };
-    let Ok(aeth) = Aeth::new(ack(), msn) else {
-        return;
-    };
-    let bth = Bth {
-        opcode: Opcode::RC_ATOMIC_ACKNOWLEDGE,
-        pkey: DEFAULT_PKEY,
-        dest_qpn,
-        psn,
-        ..Bth::default()
-    };
-    let ext = ExtHeaders {
-        aeth: Some(aeth),
-        atmack: Some(AtomicAckEth { orig }),
+        atmack,
         ..ExtHeaders::default()
     };
     match tx.build(&bth, &ext, 0, |_| Ok(())) {
