@@ -19,6 +19,11 @@
 #                 the target memory unchanged
 #   qp-no-remote-write  WRITE to a QP whose access flags lack REMOTE_WRITE:
 #                 REM_INV_REQ_ERR (the C driver's class of this error)
+#   zero-length   RDMA WRITE and READ of 0 bytes with a wrong rkey and
+#                 address 0, and a 0-byte SEND: all succeed with byte_len 0
+#                 (IBTA C9-88: a zero-length RDMA operation is not checked
+#                 against the R_Key), the SEND consumes a receive of
+#                 byte_len 0, memory and both QPs' states are untouched
 #   atomic        CmpSwap (matching and not), FetchAdd: the original value
 #                 lands in the local buffer in host order, COMP_SWAP /
 #                 FETCH_ADD with byte_len 8, the target word holds exactly
@@ -475,6 +480,40 @@ def case_qp_access(ctl, name):
         ctl.sync("done")
     end.close()
 
+def case_zero_length(ctl, name):
+    end = End(mr_size=4096, fill=0x55)
+    if VM == 1:
+        # The QP grants remote READ and WRITE; the rkey is what is wrong.
+        end.connect(ctl.xchg(end.info()), access=RW | e.IBV_ACCESS_REMOTE_READ)
+        end.post_recv(7)
+        ctl.sync("connected")
+        ctl.sync("done")
+        expect(f"{name}-recv", [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len)
+                                for wc in end.poll(1, 10)],
+               [(7, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 0)])
+        ok = end.mr.read(4096, 0) == pattern(0x55, 4096)
+        result(f"{name}-memory-unchanged", ok, "the MR holds its fill" if ok else "the MR changed")
+        expect(f"{name}-responder-state", end.state(), "RTS")
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        ctl.sync("connected")
+        bogus = r["rkey"] ^ 0x5A
+        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=0, rkey=bogus, raddr=0)
+        end.post_send(2, opcode=e.IBV_WR_RDMA_READ, length=0, rkey=bogus, raddr=0)
+        end.post_send(3, opcode=e.IBV_WR_SEND, length=0)
+        expect(f"{name}-status", [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len)
+                                  for wc in end.poll(3, 30)],
+               [(1, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE, 0),
+                (2, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_READ, 0),
+                (3, e.IBV_WC_SUCCESS, e.IBV_WC_SEND, 0)])
+        ok = end.mr.read(4096, 0) == pattern(0x55, 4096)
+        result(f"{name}-local-memory-unchanged", ok,
+               "the READ placed nothing" if ok else "the MR changed")
+        expect(f"{name}-state", end.state(), "RTS")
+        ctl.sync("done")
+    end.close()
+
 # The target word of the atomic cases, at byte 1024 of VM 1's MR.
 AT_OFF = 1024
 V0 = 0x1122334455667788
@@ -612,6 +651,7 @@ CASES = [
     ("acc-past-end", lambda c, n: case_access(c, n, "past-end")),
     ("acc-no-remote-write", lambda c, n: case_access(c, n, "no-remote-write")),
     ("qp-no-remote-write", case_qp_access),
+    ("zero-length", case_zero_length),
     ("atomic", case_atomic),
     ("atomic-misaligned", case_atomic_misaligned),
     ("atomic-no-qp-access", lambda c, n: case_atomic_access(c, n, "qp")),
