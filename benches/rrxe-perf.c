@@ -12,8 +12,10 @@
  *   rrxe-perf -d DEV -g GIDIDX -t TEST -s BYTES -q QPS -n MSGS HOST   (client)
  *
  * TEST is write, read or send (throughput: every QP keeps -w messages in
- * flight until -n messages per QP completed), or lat_send / lat_write
- * (ping-pong of -s bytes, one message in flight).  The client prints one
+ * flight until -n messages per QP completed or, with -T MILLIS, until
+ * MILLIS of wall clock have passed, then waits for the messages in flight),
+ * or lat_send / lat_write (ping-pong of -s bytes, one message in flight, -n
+ * round trips).  The client prints one
  * line:  RESULT test=.. size=.. qps=.. msgs=.. seconds=.. MBps=.. kmsgps=..
  * and, for latency tests, usec_median/min/max = half the round trip.
  */
@@ -32,7 +34,7 @@
 #define MAX_QPS 64
 
 struct params {		/* sent by the client, in network byte order */
-	uint32_t test, size, qps, msgs, window;
+	uint32_t test, size, qps, msgs, window, millis;
 };
 
 struct qp_info {
@@ -271,7 +273,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void run_bw(int client, struct qp_info *peer)
+static void run_bw(int client, int fd, struct qp_info *peer)
 {
 	static const int ops[] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_SEND };
 	uint32_t posted[MAX_QPS] = { 0 }, done[MAX_QPS] = { 0 }, total = 0, i;
@@ -280,16 +282,38 @@ static void run_bw(int client, struct qp_info *peer)
 	int n, k;
 
 	if (!client) {		/* only SEND needs the server's receives */
-		for (i = 0; i < p.qps; i++)
-			for (posted[i] = 0; posted[i] < p.window && posted[i] < p.msgs; posted[i]++)
+		uint32_t want[MAX_QPS];
+		size_t have = 0;
+
+		/* Timed runs: the client sends how many messages each QP sent
+		 * once it is done; until then every receive is reposted. */
+		for (i = 0; i < p.qps; i++) {
+			want[i] = p.millis ? UINT32_MAX : p.msgs;
+			for (posted[i] = 0; posted[i] < p.window && posted[i] < want[i]; posted[i]++)
 				post_recv(i, posted[i]);
-		while (total < p.qps * p.msgs) {
+		}
+		for (;;) {
+			for (i = 0; i < p.qps && done[i] >= want[i]; i++)
+				;
+			if (i == p.qps)
+				break;
+			if (p.millis && have < sizeof(want[0]) * p.qps) {
+				ssize_t r = recv(fd, (char *)want + have,
+						 sizeof(want[0]) * p.qps - have, MSG_DONTWAIT);
+
+				if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+					die("tcp read");
+				if (r > 0)
+					have += r;
+				if (have == sizeof(want[0]) * p.qps)
+					for (i = 0; i < p.qps; i++)
+						want[i] = ntohl(want[i]);
+			}
 			n = poll(wc, 64);
 			for (k = 0; k < n; k++) {
 				i = wc[k].wr_id;
 				done[i]++;
-				total++;
-				if (posted[i] < p.msgs)
+				if (posted[i] < want[i])
 					post_recv(i, posted[i]++);
 			}
 		}
@@ -299,17 +323,33 @@ static void run_bw(int client, struct qp_info *peer)
 	for (i = 0; i < p.qps; i++)
 		for (; posted[i] < p.window && posted[i] < p.msgs; posted[i]++)
 			post_send(i, posted[i], ops[p.test], peer);
-	while (total < p.qps * p.msgs) {
+	for (;;) {
+		int more = !p.millis || now() - t0 < p.millis / 1e3;
+		uint32_t out = 0;
+
+		for (i = 0; i < p.qps; i++)
+			out += posted[i] - done[i];
+		if (!out && !more)
+			break;
+		if (!p.millis && total == p.qps * p.msgs)
+			break;
 		n = poll(wc, 64);
 		for (k = 0; k < n; k++) {
 			i = wc[k].wr_id;
 			done[i]++;
 			total++;
-			if (posted[i] < p.msgs)
+			if (more && (p.millis || posted[i] < p.msgs))
 				post_send(i, posted[i]++, ops[p.test], peer);
 		}
 	}
 	t = now() - t0;
+	if (p.millis && p.test == T_SEND) {
+		uint32_t sent[MAX_QPS];
+
+		for (i = 0; i < p.qps; i++)
+			sent[i] = htonl(posted[i]);
+		xfer(fd, sent, sizeof(sent[0]) * p.qps, 1);
+	}
 	printf("RESULT test=%s size=%u qps=%u msgs=%u seconds=%.3f MBps=%.3f kmsgps=%.3f\n",
 	       test_names[p.test], p.size, p.qps, total, t,
 	       (double)total * p.size / t / 1e6, total / t / 1e3);
@@ -375,7 +415,7 @@ int main(int argc, char **argv)
 	char done = 1;
 
 	p = (struct params){ .size = 65536, .qps = 1, .msgs = 1000, .window = 16 };
-	while ((c = getopt(argc, argv, "d:g:t:s:q:n:w:p:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:t:s:q:n:w:p:T:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gid_idx = atoi(optarg); break;
@@ -385,9 +425,10 @@ int main(int argc, char **argv)
 		case 'n': p.msgs = strtoul(optarg, NULL, 0); break;
 		case 'w': p.window = strtoul(optarg, NULL, 0); break;
 		case 'p': port = atoi(optarg); break;
+		case 'T': p.millis = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: rrxe-perf [-d dev] [-g gid] [-t write|read|send|lat_send|lat_write]"
-				" [-s bytes] [-q qps] [-n msgs] [-w window] [-p port] [server]\n");
+				" [-s bytes] [-q qps] [-n msgs] [-w window] [-T millis] [-p port] [server]\n");
 			return 2;
 		}
 	}
@@ -403,20 +444,20 @@ int main(int argc, char **argv)
 	if (client) {
 		fd = tcp_connect(argv[optind], port);
 		wire = (struct params){ htonl(p.test), htonl(p.size), htonl(p.qps),
-					htonl(p.msgs), htonl(p.window) };
+					htonl(p.msgs), htonl(p.window), htonl(p.millis) };
 		xfer(fd, &wire, sizeof(wire), 1);
 	} else {
 		fd = tcp_accept(port);
 		xfer(fd, &wire, sizeof(wire), 0);
 		p = (struct params){ ntohl(wire.test), ntohl(wire.size), ntohl(wire.qps),
-				     ntohl(wire.msgs), ntohl(wire.window) };
+				     ntohl(wire.msgs), ntohl(wire.window), ntohl(wire.millis) };
 		if (!p.size || !p.qps || p.qps > MAX_QPS || !p.msgs || !p.window || p.test > T_LAT_WRITE) {
 			fprintf(stderr, "rrxe-perf: bad parameters from client\n");
 			return 1;
 		}
 	}
-	if (p.test >= T_LAT_SEND)	/* one QP; two message slots (lat_write) */
-		p.qps = 1, p.window = 2;
+	if (p.test >= T_LAT_SEND)	/* one QP; two message slots (lat_write); counted */
+		p.qps = 1, p.window = 2, p.millis = 0;
 	setup(dev, gid_idx, mine);
 	xfer(fd, mine, sizeof(mine[0]) * p.qps, 1);
 	xfer(fd, peer, sizeof(peer[0]) * p.qps, 0);
@@ -426,7 +467,7 @@ int main(int argc, char **argv)
 	if (p.test >= T_LAT_SEND)
 		run_lat(client, peer);
 	else if (client || p.test == T_SEND)
-		run_bw(client, peer);
+		run_bw(client, fd, peer);
 	xfer(fd, &done, 1, 1);	/* keep the buffers until the peer is done */
 	xfer(fd, &done, 1, 0);
 	close(fd);
