@@ -48,6 +48,7 @@ use crate::{
             Bth,
             DEFAULT_PKEY, //
         },
+        icrc::UDP_HDR_LEN,
         ieth::Ieth,
         immdt::ImmDt,
         opcode::{
@@ -58,6 +59,7 @@ use crate::{
             Transport, //
         },
         packet::{
+            parse_packet,
             ExtHeaders,
             Packet, //
         },
@@ -222,6 +224,29 @@ pub(crate) struct Resp {
     write_len: u32,
     /// Original values of the atomics executed recently, for replay.
     atomics: AtomicReplies,
+    /// The READ whose responses are being sent; requests that arrive
+    /// meanwhile wait on the QP's `rxq`, so that they are answered after
+    /// it, in PSN order.
+    read: Option<ReadStream>,
+}
+
+/// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
+/// checked when the request was accepted, and the responses go out a batch
+/// at a time, as the QP's transmit credit allows ([`stream_read`]).
+#[derive(Clone, Copy)]
+pub(crate) struct ReadStream {
+    /// PSN of the request, which the first response takes.
+    psn: Psn,
+    /// Remote address, R_Key and length from the request's RETH.
+    va: u64,
+    rkey: u32,
+    len: u32,
+    /// Index of the next response packet to build.
+    next: u32,
+    /// Number of response packets.
+    count: u32,
+    /// MSN of the responses' AETH.
+    msn: u32,
 }
 
 impl Req {
@@ -263,6 +288,11 @@ impl Resp {
             epsn: psn,
             ..Resp::default()
         };
+    }
+
+    /// Gives up the READ being answered (the QP leaves service).
+    pub(crate) fn drop_read(&mut self) {
+        self.read = None;
     }
 
     /// The SRQ receive WQE held by the responder, if any (to flush it).
@@ -537,6 +567,10 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     let transport = if uc { Transport::Uc } else { Transport::Rc };
     loop {
         if !uc && rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
+            break;
+        }
+        // Resumed from the QP's kick when transmit credit comes back.
+        if !super::tx::tx_room(qp) {
             break;
         }
         let idx = st.req.next;
@@ -1154,16 +1188,21 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
     to_error(qp, st);
 }
 
-/// Queues the READ responses for a request at `psn`, reading the memory
-/// `reth` names; returns the number of PSNs they take. The whole range is
-/// checked before anything is read.
-fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Result<u32, NakCode> {
-    let dev = qp.device();
-    let pd_id = qp.pd_id();
+/// Accepts a READ request at `psn` for the memory `reth` names: checks the
+/// whole range before anything is read, then starts its responses, which
+/// [`stream_read`] continues later if the transmit credit runs out. Returns
+/// the number of PSNs the responses take.
+fn start_read(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    psn: Psn,
+    reth: &Reth,
+    msn: u32,
+) -> Result<u32, NakCode> {
     if reth.dma_len > 0 {
         mem::check_remote(
-            dev,
-            pd_id,
+            qp.device(),
+            qp.pd_id(),
             reth.rkey,
             Need::RemoteRead,
             reth.va,
@@ -1171,15 +1210,45 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
         )
         .map_err(|_| NakCode::RemoteAccessError)?;
     }
-    let pmtu = path_mtu(st);
-    let count = packet_count(reth.dma_len, pmtu);
-    let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
-    let dest_qpn = st.attr.dest_qp_num();
-    let Some(tx) = tx_ctx(qp, st) else {
-        return Ok(count);
+    let count = packet_count(reth.dma_len, path_mtu(st));
+    st.resp.read = Some(ReadStream {
+        psn,
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.dma_len,
+        next: 0,
+        count,
+        msn,
+    });
+    stream_read(qp, st);
+    Ok(count)
+}
+
+/// Queues the next READ responses of the stream in progress, as many as
+/// the transmit credit allows; the stream ends with its last response (or
+/// when a response cannot be built: the requester asks again after its
+/// timeout).
+fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
+    let Some(mut r) = st.resp.read else {
+        return;
     };
-    for i in 0..count {
-        let Some(seg) = segment_at(reth.dma_len, pmtu, i) else {
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let pmtu = path_mtu(st);
+    let dest_qpn = st.attr.dest_qp_num();
+    let State { tx, resp, .. } = &mut *st;
+    let Some(tx) = tx.as_ref() else {
+        dev.counters.inc(Counter::SendErr);
+        resp.read = None;
+        return;
+    };
+    while r.next < r.count {
+        if !super::tx::tx_room(qp) {
+            // Resumed from the QP's kick when credit comes back.
+            resp.read = Some(r);
+            return;
+        }
+        let Some(seg) = segment_at(r.len, pmtu, r.next) else {
             break;
         };
         let Some(opcode) =
@@ -1189,29 +1258,69 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
         };
         let mut ext = ExtHeaders::default();
         if !matches!(seg.position, Position::Middle) {
-            ext.aeth = Aeth::new(ack(), msn).ok();
+            ext.aeth = Aeth::new(ack(), r.msn).ok();
         }
         let bth = Bth {
             opcode,
             pkey: DEFAULT_PKEY,
             dest_qpn,
-            psn: psn.add(i),
+            psn: r.psn.add(r.next),
             ..Bth::default()
         };
-        let va = reth.va.wrapping_add(u64::from(seg.offset));
+        let va = r.va.wrapping_add(u64::from(seg.offset));
+        let rkey = r.rkey;
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::read(dev, pd_id, reth.rkey, true, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
+            mem::read(dev, pd_id, rkey, true, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
         });
         match built {
             Ok(skb) => qp.txq.push_back(skb),
             Err(_) => {
-                // The requester asks again after its timeout.
                 dev.counters.inc(Counter::SendErr);
                 break;
             }
         }
+        r.next += 1;
     }
-    Ok(count)
+    resp.read = None;
+}
+
+/// Most held requests one run of [`resume_responder`] handles; the rest
+/// wait for the next kick.
+const RESUME_BUDGET: u32 = 64;
+
+/// The responder's part of the QP's kick: continues the READ being
+/// answered, then handles, in arrival order, the requests that waited for
+/// it (each of which may start another READ).
+pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
+    if qp.qp_type() != qp_type::RC {
+        return;
+    }
+    let mut budget = RESUME_BUDGET;
+    loop {
+        stream_read(qp, st);
+        if st.resp.read.is_some() {
+            return;
+        }
+        if budget == 0 {
+            if !qp.rxq.is_empty() {
+                qp.kick();
+            }
+            return;
+        }
+        let Some(skb) = qp.rxq.pop_front() else {
+            return;
+        };
+        budget -= 1;
+        // Checked when it arrived (lengths, ICRC, QP, source): only the
+        // headers are parsed again.
+        let held = skb
+            .data()
+            .get(UDP_HDR_LEN..)
+            .and_then(|roce| parse_packet(roce).ok());
+        if let Some(pkt) = held {
+            handle_request(qp, st, &pkt);
+        }
+    }
 }
 
 /// UC responder: drops the message in progress (a packet was lost or
@@ -1328,8 +1437,28 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     st.resp.epsn = psn.next();
 }
 
+/// What became of a request packet handed to [`on_request`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// Handled (or dropped).
+    Done,
+    /// A READ is being answered: the caller must hold the packet on the
+    /// QP's `rxq` and kick the QP, which handles it after the READ.
+    Hold,
+}
+
 /// Responder: a request packet arrived.
-pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
+pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Taken {
+    if qp.qp_type() == qp_type::RC && (st.resp.read.is_some() || !qp.rxq.is_empty()) {
+        return Taken::Hold;
+    }
+    handle_request(qp, st, pkt);
+    Taken::Done
+}
+
+/// Responder: handles a request packet, in PSN order with the responses of
+/// earlier ones.
+fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let state = st.attr.qp_state();
     if !matches!(
         state,
@@ -1351,8 +1480,11 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             if matches!(info.operation, Operation::RdmaReadRequest) {
                 // The responses were lost: read the memory again (a READ
                 // has no side effect to repeat).
+                // The MSN the original responses carried is not kept; the
+                // requester does not check it.
                 if let Some(reth) = pkt.ext().reth {
-                    let _ = read_responses(qp, st, psn, &reth);
+                    let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
+                    let _ = start_read(qp, st, psn, &reth, msn);
                 }
                 return;
             }
@@ -1514,10 +1646,11 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             if qp_access & access::REMOTE_READ == 0 {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
-            match read_responses(qp, st, psn, &reth) {
+            let msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+            match start_read(qp, st, psn, &reth, msn) {
                 Ok(count) => {
                     st.resp.epsn = psn.add(count);
-                    st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+                    st.resp.msn = msn;
                 }
                 Err(code) => resp_fail(qp, st, code, None, psn),
             }

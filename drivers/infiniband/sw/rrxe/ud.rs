@@ -110,6 +110,10 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         if st.sq.geo.is_empty(st.sq.producer(), idx) {
             break;
         }
+        // Resumed from the QP's kick when transmit credit comes back.
+        if !super::tx::tx_room(qp) {
+            break;
+        }
         {
             let State { sq, sq_snap, .. } = &mut *st;
             if sq.read_slot(idx, sq_snap).is_err() {
