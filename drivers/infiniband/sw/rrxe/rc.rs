@@ -161,6 +161,9 @@ pub(crate) struct WqeMeta {
     /// The local operation failed: it completes in error, which moves the
     /// QP to ERR, and the requester goes no further.
     failed: bool,
+    /// A SEND (with immediate or invalidate): counted in `rdma_sends` when
+    /// it completes, successfully or not, as the C driver's completer does.
+    send: bool,
 }
 
 /// Requester and completer state.
@@ -356,6 +359,9 @@ fn meta(st: &State, idx: u32) -> WqeMeta {
 /// successful and unsignaled).
 fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
     let m = meta(st, st.sq.consumer());
+    if m.send {
+        qp.device().counters.inc(Counter::RdmaSends);
+    }
     if status != WcStatus::Success || m.signaled {
         let w = wc(qp, m.wr_id, status, m.wc_opcode, m.len);
         // An overrun is reported as a CQ error event by the CQ.
@@ -648,6 +654,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     last_psn: st.req.psn.add(count - 1),
                     rd_atomic,
                     atomic,
+                    send: matches!(
+                        work,
+                        Work::Msg(
+                            MessageKind::Send | MessageKind::SendWithImm | MessageKind::SendWithInv
+                        )
+                    ),
                     ..WqeMeta::default()
                 };
                 if rd_atomic {
@@ -789,6 +801,9 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if !matches!(state, qp_state::RTS | qp_state::SQD | qp_state::SQE) {
         return;
     }
+    // `ack_deferred` is the C driver's count of responses handed to its
+    // completer task (`RXE_CNT_SENDER_SCHED`): every response received.
+    qp.device().counters.inc(Counter::AckDeferred);
     match pkt.info().operation {
         Operation::RdmaReadResponse => return on_read_response(qp, st, pkt, sq_sig_all),
         Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt, sq_sig_all),
@@ -861,6 +876,8 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
         }
         Syndrome::Nak(NakCode::PsnSequenceError) => {
             counters.inc(Counter::RcvdSeqErr);
+            // A retry the completer starts, counted as the C driver does.
+            counters.inc(Counter::CompleterRetryErr);
             let p = retire(qp, st, psn.sub(1));
             st.req.comp_psn = psn;
             set_position(st, psn, mtu);
@@ -910,7 +927,8 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         // per gap.
         if !st.req.read_gap {
             st.req.read_gap = true;
-            qp.device().counters.inc(Counter::RcvdSeqErr);
+            // No NAK was received (`rcvd_seq_err`): the completer retries.
+            qp.device().counters.inc(Counter::CompleterRetryErr);
             let from = st.req.comp_psn;
             set_position(st, from, mtu);
             run_requester(qp, st, sq_sig_all);
@@ -1166,8 +1184,14 @@ fn recv_wc(
 }
 
 /// Completes the held receive WQE.
+///
+/// A successful one counts in `rdma_recvs` (SEND and WRITE with immediate,
+/// RC and UC), as in the C driver.
 fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     if let Some(r) = st.resp.recv.take() {
+        if w.status == WcStatus::Success {
+            qp.device().counters.inc(Counter::RdmaRecvs);
+        }
         if !r.from_srq {
             if let Some(rq) = &mut st.rq {
                 rq.advance();
@@ -1342,8 +1366,8 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     }
     let bth = pkt.bth();
     let psn = bth.psn;
+    // The C driver counts no `out_of_seq_request` on UC: nothing is NAKed.
     if psn != st.resp.epsn {
-        qp.device().counters.inc(Counter::OutOfSeqRequest);
         st.resp.op = InProgress::None;
         if let Some(r) = &mut st.resp.recv {
             r.offset = 0;
@@ -1507,8 +1531,10 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             return;
         }
         PsnRegion::Ahead => {
-            counters.inc(Counter::OutOfSeqRequest);
+            // Counted once per sequence NAK, as the C driver does, not per
+            // packet past the gap.
             if !st.resp.nak_sent {
+                counters.inc(Counter::OutOfSeqRequest);
                 st.resp.nak_sent = true;
                 let e = st.resp.epsn;
                 send_ack(qp, st, Syndrome::Nak(NakCode::PsnSequenceError), e);
@@ -1548,7 +1574,6 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                     }
                     Some(Ok(r)) => st.resp.recv = Some(r),
                 }
-                counters.inc(Counter::RdmaRecvs);
             }
             let Some(r) = st.resp.recv else {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
@@ -1777,6 +1802,7 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
         atomic: false,
         local: true,
         failed: result.is_err(),
+        send: false,
     };
     match st.sq_meta.get_mut(idx as usize) {
         Some(slot) => *slot = m,
