@@ -906,9 +906,15 @@ impl RrxeQp {
     pub(crate) fn kick(qp: &Qp<Rrxe>) {
         if matches!(qp.qp_type(), qp_type::RC | qp_type::UC) {
             Self::prepare_tx(qp);
-            let mut st = qp.state.lock();
-            rc::resume_responder(qp, &mut st);
-            Self::run_send(qp, &mut st);
+            {
+                let mut st = qp.state.lock();
+                rc::resume_responder(qp, &mut st);
+                Self::run_send(qp, &mut st);
+            }
+            // A held SEND may have taken a receive WQE from the SRQ.
+            if let Some(srq) = qp.srq() {
+                super::srq::RrxeSrq::report_limit(srq);
+            }
         }
         if matches!(qp.qp_type(), qp_type::UD | qp_type::GSI) {
             let ah_num = {
