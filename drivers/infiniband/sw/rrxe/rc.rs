@@ -28,7 +28,14 @@
 //!   answers RNR when no receive WQE is posted, and acknowledges when the
 //!   requester asks (AckReq). An atomic is executed once: its original
 //!   value is kept by PSN ([`AtomicReplies`]) and a retransmitted request
-//!   gets the same atomic acknowledge again.
+//!   gets the same atomic acknowledge again. A READ is answered as a
+//!   stream ([`ReadStream`]) that goes out as transmit credit allows;
+//!   requests arriving meanwhile wait on the QP's `rxq` and are handled
+//!   after it, in order ([`resume_responder`]).
+//!
+//! Requester and READ responder stop while the QP's packets in flight and
+//! queued reach the transmit credit's high-water mark (64, as rdma_rxe);
+//! the QP's kick resumes them when fewer than 16 are left.
 //!
 //! WQEs are snapshots: the requester copies a send WQE out of the shared
 //! queue before using it, and keeps what completion needs (`WqeMeta`) in
