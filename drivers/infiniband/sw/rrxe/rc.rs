@@ -238,7 +238,17 @@ pub(crate) struct Resp {
     /// meanwhile wait on the QP's `rxq`, so that they are answered after
     /// it, in PSN order.
     read: Option<ReadStream>,
+    /// The READs accepted last, by arrival (a ring of
+    /// [`READ_HISTORY`]), so that a duplicate one is answered as a
+    /// continuation of the original's responses.
+    reads: [Option<ReadStream>; READ_HISTORY],
+    /// Where the next accepted READ goes in `reads`.
+    reads_next: usize,
 }
+
+/// READs the responder remembers for duplicates (the most READs a
+/// requester keeps outstanding, `max_dest_rd_atomic`, is 16 for rxe).
+const READ_HISTORY: usize = 16;
 
 /// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
 /// checked when the request was accepted, and the responses go out a batch
@@ -298,6 +308,23 @@ impl Resp {
             epsn: psn,
             ..Resp::default()
         };
+    }
+
+    /// Remembers the READ accepted with `r`.
+    fn record_read(&mut self, r: ReadStream) {
+        if let Some(slot) = self.reads.get_mut(self.reads_next) {
+            *slot = Some(r);
+        }
+        self.reads_next = (self.reads_next + 1) % READ_HISTORY;
+    }
+
+    /// The remembered READ whose responses include `psn`.
+    fn find_read(&self, psn: Psn) -> Option<ReadStream> {
+        self.reads
+            .iter()
+            .flatten()
+            .find(|r| !psn.before(r.psn) && r.psn.distance_to(psn) < r.count.max(1))
+            .copied()
     }
 
     /// Gives up the READ being answered (the QP leaves service).
@@ -1242,7 +1269,7 @@ fn start_read(
         .map_err(|_| NakCode::RemoteAccessError)?;
     }
     let count = packet_count(reth.dma_len, path_mtu(st));
-    st.resp.read = Some(ReadStream {
+    let r = ReadStream {
         psn,
         va: reth.va,
         rkey: reth.rkey,
@@ -1250,9 +1277,44 @@ fn start_read(
         next: 0,
         count,
         msn,
-    });
+    };
+    st.resp.record_read(r);
+    st.resp.read = Some(r);
     stream_read(qp, st);
     Ok(count)
+}
+
+/// Answers a duplicate READ at `psn` (IBTA Vol 1 §9.7.5.1.2) of the
+/// remembered READ `orig`, as rdma_rxe does: the original's responses
+/// again from `psn` on, continuing its message (a READ asked again from
+/// its middle gets middle and last responses, which a requester that
+/// checks the opcode sequence expects), after checking that the request
+/// names the rest of the original's range and that the memory is still
+/// readable. Otherwise it is dropped: the requester times out.
+fn replay_read(qp: &Qp<Rrxe>, st: &mut State, orig: ReadStream, psn: Psn, reth: &Reth) {
+    let next = orig.psn.distance_to(psn);
+    let offset = next.saturating_mul(path_mtu(st).bytes()).min(orig.len);
+    let same = reth.rkey == orig.rkey
+        && reth.va == orig.va.wrapping_add(u64::from(offset))
+        && reth.dma_len == orig.len - offset;
+    if !same {
+        return;
+    }
+    if reth.dma_len > 0
+        && mem::check_remote(
+            qp.device(),
+            qp.pd_id(),
+            reth.rkey,
+            Need::RemoteRead,
+            reth.va,
+            reth.dma_len,
+        )
+        .is_err()
+    {
+        return;
+    }
+    st.resp.read = Some(ReadStream { next, ..orig });
+    stream_read(qp, st);
 }
 
 /// Queues the next READ responses of the stream in progress, as many as
@@ -1511,11 +1573,16 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             if matches!(info.operation, Operation::RdmaReadRequest) {
                 // The responses were lost: read the memory again (a READ
                 // has no side effect to repeat).
-                // The MSN the original responses carried is not kept; the
-                // requester does not check it.
                 if let Some(reth) = pkt.ext().reth {
-                    let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
-                    let _ = start_read(qp, st, psn, &reth, msn);
+                    match st.resp.find_read(psn) {
+                        Some(orig) => replay_read(qp, st, orig, psn, &reth),
+                        None => {
+                            // Too old to be remembered: answered as a READ
+                            // of its own.
+                            let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
+                            let _ = start_read(qp, st, psn, &reth, msn);
+                        }
+                    }
                 }
                 return;
             }
