@@ -534,7 +534,11 @@ unsafe extern "C" fn tx_destructor<T: TxOwner>(skb: *mut bindings::sk_buff) {
 /// woken through (an RDMA QP).
 ///
 /// Reference counted: every skb in flight holds a reference, so the owner
-/// (and its credit) outlives all of them.
+/// (and its credit) outlives all of them. The destructor gives its
+/// reference back in any context, and dropping a [`TxCredit`] sleeps: an
+/// owner must drop its credit in process context, not from the release of
+/// its last reference wherever that happens (a QP waits for its
+/// references in `destroy_qp` and drops it there).
 pub trait TxOwner: AlwaysRefCounted + Send + Sync {
     /// The owner's credit. Must return the same credit every time; a
     /// credit charged by one owner refuses every other.
@@ -664,6 +668,7 @@ impl TxCredit {
 }
 
 impl Drop for TxCredit {
+    /// Releases the socket. Sleeps.
     fn drop(&mut self) {
         // No skb is in flight: each holds a reference to the owner, which holds the credit.
         // SAFETY: The socket is ours (type invariant) and released only here; the skbs' own
