@@ -933,3 +933,62 @@ RRXE_OFFSETOF_AS(rxe_send_wqe_dma_sge, rxe_send_wqe, dma.sge)
 RRXE_OFFSETOF_AS(rxe_recv_wqe_wr_id, rxe_recv_wqe, wr_id)
 RRXE_OFFSETOF_AS(rxe_recv_wqe_dma, rxe_recv_wqe, dma)
 RRXE_OFFSETOF_AS(rxe_recv_wqe_dma_sge, rxe_recv_wqe, dma.sge)
+
+/*
+ * Transmit credit (rust/kernel/net/skbuff.rs, TxCredit): an skb in flight
+ * belongs to its owner's kernel socket, whose sk_user_data names the owner.
+ */
+
+/* Names @owner (at least 8-byte aligned, no flag bits) in @sock's sk_user_data. */
+void rrxe_helper_tx_sock_set_owner(struct socket *sock, void *owner)
+{
+	/* Warns if @owner has flag bits. */
+	rcu_assign_sk_user_data(sock->sk, owner);
+}
+
+/*
+ * Charges @skb (of no socket yet) to @sock: holds a reference to its
+ * struct sock and installs @dtor, which must drop it.
+ */
+void rrxe_helper_skb_set_tx_owner(struct sk_buff *skb, struct socket *sock,
+				  void (*dtor)(struct sk_buff *))
+{
+	skb_orphan(skb);
+	sock_hold(sock->sk);
+	skb->sk = sock->sk;
+	skb->destructor = dtor;
+}
+
+/*
+ * In the destructor of an skb charged by rrxe_helper_skb_set_tx_owner():
+ * the owner its socket names. The skb's socket reference keeps the socket
+ * alive; the owner's lifetime is the caller's business, not RCU's.
+ */
+void *rrxe_helper_skb_tx_owner(struct sk_buff *skb)
+{
+	return (void *)((uintptr_t)rcu_access_pointer(skb->sk->sk_user_data) &
+			SK_USER_DATA_PTRMASK);
+}
+
+/* Drops the socket reference of a charged skb, from its destructor. */
+void rrxe_helper_skb_tx_sock_put(struct sk_buff *skb)
+{
+	sock_put(skb->sk);
+}
+
+void rrxe_helper_skb_dst_drop(struct sk_buff *skb)
+{
+	skb_dst_drop(skb);
+}
+
+/*
+ * Creates the kernel socket of a transmit credit: an unbound datagram
+ * socket of init_net that never carries traffic. Unlike rdma_rxe it keeps
+ * the default lockdep class: a class of the module's own would make every
+ * such socket hold a module reference (sk_owner_set), so that rrxe could
+ * not be unloaded while a device (and its GSI QP) exists.
+ */
+int rrxe_helper_tx_sock_create(struct socket **res)
+{
+	return sock_create_kern(&init_net, AF_INET, SOCK_DGRAM, 0, res);
+}

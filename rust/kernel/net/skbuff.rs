@@ -18,7 +18,18 @@ use crate::{
 use core::ptr::NonNull;
 use kernel::{
     error::to_result,
+    ffi,
     prelude::*,
+    sync::{
+        aref::AlwaysRefCounted,
+        atomic::{
+            Acquire,
+            Atomic,
+            Full,
+            Relaxed,
+            Release, //
+        },
+    },
     types::Opaque, //
 };
 
@@ -172,6 +183,14 @@ impl SkBuff {
         // SAFETY: `self.ptr` is valid and exclusively owned; `n` is within the linear part.
         unsafe { bindings::skb_pull(self.as_raw(), n as u32) };
         Ok(())
+    }
+
+    /// Drops the skb's route (`skb_dst_drop`), e.g. before keeping a
+    /// received packet past the softirq that received it: its route may
+    /// be held without a reference (`SKB_DST_NOREF`), valid only there.
+    pub fn drop_dst(&mut self) {
+        // SAFETY: `self.ptr` is valid and exclusively owned by the type invariant.
+        unsafe { bindings::skb_dst_drop(self.as_raw()) };
     }
 
     /// Whether the skb's route leaves through a loopback device, i.e. its
@@ -446,6 +465,217 @@ pub fn xmit_udp(net: &Namespace, skb: SkBuff) -> Result {
     to_result(unsafe { bindings::xmit_udp(net.as_raw(), skb.as_ptr()) })
 }
 
+/// Hands `skb`, prepared with [`SkBuff::push_udp_ip`], to the IP stack as
+/// [`xmit_udp`] does, charged to `owner`'s transmit credit: the skb holds a
+/// reference to `owner` and counts in [`TxCredit::in_flight`] until the
+/// stack frees it (transmitted, dropped by a queueing discipline, or
+/// refused), whichever way and in whatever context that happens. The
+/// release runs exactly once, from the skb's destructor.
+///
+/// The skb is owned by the credit's kernel socket while it is in the stack
+/// (`skb->sk`, with a socket reference of its own), as the C driver does;
+/// the socket only identifies the owner and is never bound, so the packet
+/// is otherwise treated as one of no socket (`ip_local_out` gets no socket).
+///
+/// # Errors
+///
+/// As [`xmit_udp`]; `EBUSY` if the credit is not bound to `owner`
+/// ([`TxCredit::bind`]): the skb is dropped and nothing is charged.
+pub fn xmit_udp_charged<T: TxOwner>(net: &Namespace, skb: SkBuff, owner: &T) -> Result {
+    let credit = owner.tx_credit();
+    let me = core::ptr::from_ref(owner) as usize;
+    // Bound to `owner` by `TxCredit::bind`: its socket names `owner`, which the destructor reads.
+    if credit.owner.load(Acquire) != me {
+        return Err(EBUSY);
+    }
+    // The reference the skb owns, given back by `tx_destructor`.
+    owner.inc_ref();
+    credit.in_flight.fetch_add(1, Full);
+    // SAFETY: `skb` is ours (type invariant); the helper orphans it (it has no socket, being
+    // freshly built), takes a socket reference and installs the destructor, which undoes both
+    // charges above when the skb is freed; `tx_destructor::<T>` matches the owner stored in the
+    // socket.
+    unsafe {
+        bindings::skb_set_tx_owner(skb.as_raw(), credit.sock.as_ptr(), Some(tx_destructor::<T>))
+    };
+    xmit_udp(net, skb)
+}
+
+/// Destructor of an skb charged by [`xmit_udp_charged`].
+///
+/// # Safety
+///
+/// Called by the networking core once, when `skb` is freed (or orphaned),
+/// for an skb charged by `xmit_udp_charged::<T>`: `skb->sk` is the
+/// credit's socket, on which the skb holds a reference, and whose owner is
+/// a `T` on which the skb holds a reference.
+unsafe extern "C" fn tx_destructor<T: TxOwner>(skb: *mut bindings::sk_buff) {
+    // SAFETY: `skb->sk` is the credit's socket, kept alive by the skb's reference.
+    let owner = unsafe { bindings::skb_tx_owner(skb) }.cast::<T>();
+    // SAFETY: The owner stored in the socket is the `T` the skb holds a reference to.
+    let o = unsafe { &*owner };
+    let credit = o.tx_credit();
+    let left = credit.in_flight.fetch_sub(1, Full).wrapping_sub(1);
+    if left < TxCredit::LOW_WATER
+        && credit.blocked.load(Relaxed)
+        && credit.blocked.xchg(false, Full)
+    {
+        // Queues the owner's work: fine in any context.
+        o.tx_wake();
+    }
+    // SAFETY: The skb owned this reference (taken in `xmit_udp_charged`); `o` is not used
+    // afterwards.
+    unsafe { T::dec_ref(NonNull::from(o)) };
+    // SAFETY: The skb owned this socket reference (taken by `skb_set_tx_owner`).
+    unsafe { bindings::skb_tx_sock_put(skb) };
+}
+
+/// An owner of a [`TxCredit`]: the object transmit credit is charged to and
+/// woken through (an RDMA QP).
+///
+/// Reference counted: every skb in flight holds a reference, so the owner
+/// (and its credit) outlives all of them. The destructor gives its
+/// reference back in any context, and dropping a [`TxCredit`] sleeps: an
+/// owner must drop its credit in process context, not from the release of
+/// its last reference wherever that happens (a QP waits for its
+/// references in `destroy_qp` and drops it there).
+pub trait TxOwner: AlwaysRefCounted + Send + Sync {
+    /// The owner's credit. Must return the same credit every time; a
+    /// credit charged by one owner refuses every other.
+    fn tx_credit(&self) -> &TxCredit;
+
+    /// Called when the in-flight count fell below
+    /// [`TxCredit::LOW_WATER`] after [`TxCredit::may_send`] refused: the
+    /// owner should resume producing packets. Called from an skb
+    /// destructor: any context, possibly with interrupts disabled, so it
+    /// must only queue work.
+    fn tx_wake(&self);
+}
+
+/// Per-owner transmit flow control: counts the owner's skbs that are in
+/// the IP stack (handed over by [`xmit_udp_charged`] and not freed yet).
+///
+/// Producers ask [`TxCredit::may_send`] before building more packets and
+/// stop above [`TxCredit::HIGH_WATER`]; the owner is woken
+/// ([`TxOwner::tx_wake`]) once fewer than [`TxCredit::LOW_WATER`] are
+/// left, so that a sender never floods the device's queue (whose overflow
+/// drops packets the transport must then retransmit).
+///
+/// # Invariants
+///
+/// `sock` is a kernel socket created by [`TxCredit::new`] and released
+/// only by `drop`; once `owner` holds an address (not 0 or `BINDING`), the
+/// socket's `sk_user_data` is that address, and it never changes again.
+pub struct TxCredit {
+    sock: NonNull<bindings::socket>,
+    /// Address of the owner the credit is bound to, 0 before its first charge.
+    owner: Atomic<usize>,
+    /// Skbs in the IP stack.
+    in_flight: Atomic<u32>,
+    /// A producer stopped for want of credit and waits to be woken.
+    blocked: Atomic<bool>,
+}
+
+// SAFETY: The socket is used only through its reference count and its `sk_user_data`, which are
+// safe to reach from any thread; the counters are atomic.
+unsafe impl Send for TxCredit {}
+
+// SAFETY: As for `Send`: every `&self` access is atomic or to the socket's atomic fields.
+unsafe impl Sync for TxCredit {}
+
+impl TxCredit {
+    /// Above this many skbs in flight, producers stop (C: `RXE_INFLIGHT_SKBS_PER_QP_HIGH`).
+    pub const HIGH_WATER: u32 = 64;
+    /// Below this many, a stopped producer is woken (C: `RXE_INFLIGHT_SKBS_PER_QP_LOW`).
+    pub const LOW_WATER: u32 = 16;
+
+    /// Creates a credit with its kernel socket (an unbound datagram socket of
+    /// the initial namespace, which never carries traffic). Sleeps.
+    ///
+    /// # Errors
+    ///
+    /// The errors of `sock_create_kern` (`ENOMEM`, ...).
+    pub fn new() -> Result<Self> {
+        let mut sock = core::ptr::null_mut();
+        // SAFETY: `sock` is valid for writes.
+        to_result(unsafe { bindings::tx_sock_create(&mut sock) })?;
+        let sock = NonNull::new(sock).ok_or(ENOMEM)?;
+        // INVARIANT: A fresh socket, `sk_user_data` NULL.
+        Ok(Self {
+            sock,
+            owner: Atomic::new(0),
+            in_flight: Atomic::new(0),
+            blocked: Atomic::new(false),
+        })
+    }
+
+    /// Binds the credit to `owner`, once for its whole life, before any
+    /// charge: only `owner` may charge it afterwards.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` if it is bound (or being bound) already.
+    pub fn bind<T: TxOwner>(&self, owner: &T) -> Result {
+        let me = core::ptr::from_ref(owner) as usize;
+        self.owner
+            .cmpxchg(0, Self::BINDING, Full)
+            .map_err(|_| EBUSY)?;
+        // INVARIANT: `sk_user_data` becomes the owner's address, and `owner` says so only after.
+        // SAFETY: `sock` is a live socket of the credit (type invariant). The address is stable:
+        // `T` is reference counted, so it does not move while referenced, and every skb charged
+        // to it holds a reference.
+        unsafe { bindings::tx_sock_set_owner(self.sock.as_ptr(), me as *mut ffi::c_void) };
+        self.owner.store(me, Release);
+        Ok(())
+    }
+
+    /// `owner` while [`TxCredit::bind`] runs (never an object's address).
+    const BINDING: usize = 1;
+
+    /// Skbs charged and not yet freed.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Relaxed)
+    }
+
+    /// Whether a producer may build more packets, `queued` being those
+    /// built and not yet handed to the stack: fewer than
+    /// [`TxCredit::HIGH_WATER`] in all. On `false` the owner is woken once
+    /// credit comes back (or [`TxCredit::take_wake`] says so).
+    pub fn may_send(&self, queued: usize) -> bool {
+        // CAST: a queue length; saturates far above the marks.
+        let queued = u32::try_from(queued).unwrap_or(u32::MAX);
+        if self.in_flight().saturating_add(queued) < Self::HIGH_WATER {
+            return true;
+        }
+        // Full barrier between setting the flag and reading the count, as between the count's
+        // decrement and reading the flag in the destructor: one of the two sees the other.
+        self.blocked.xchg(true, Full);
+        // A destructor that ran before the flag was set did not wake us: look again.
+        self.in_flight.load(Relaxed).saturating_add(queued) < Self::HIGH_WATER
+    }
+
+    /// For a sender that just handed its queue over: whether a stopped
+    /// producer should be woken now because fewer than
+    /// [`TxCredit::LOW_WATER`] skbs are in flight (e.g. the packets went to
+    /// a local receiver without being charged, so no destructor will).
+    /// Clears the request.
+    pub fn take_wake(&self) -> bool {
+        self.blocked.load(Relaxed)
+            && self.in_flight.load(Relaxed) < Self::LOW_WATER
+            && self.blocked.xchg(false, Full)
+    }
+}
+
+impl Drop for TxCredit {
+    /// Releases the socket. Sleeps.
+    fn drop(&mut self) {
+        // No skb is in flight: each holds a reference to the owner, which holds the credit.
+        // SAFETY: The socket is ours (type invariant) and released only here; the skbs' own
+        // socket references, if any were outstanding, would keep the `struct sock` alive.
+        unsafe { bindings::sock_release(self.sock.as_ptr()) };
+    }
+}
+
 /// Whether [`xmit_udp`] may be called here: not with interrupts disabled.
 pub fn xmit_allowed() -> bool {
     // SAFETY: Reads the CPU's interrupt state.
@@ -655,6 +885,102 @@ mod tests {
         // An skb that was not prepared never reaches the IP stack.
         let raw = SkBuff::alloc_udp(lo, &route, 8)?;
         assert_eq!(xmit_udp(net, raw).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    /// An owner for the credit tests: counts its references and wakes.
+    struct TestOwner {
+        refs: Atomic<u32>,
+        wakes: Atomic<u32>,
+        credit: TxCredit,
+    }
+
+    // SAFETY: The test frees the owner only once its count is back to the test's own reference.
+    unsafe impl AlwaysRefCounted for TestOwner {
+        fn inc_ref(&self) {
+            self.refs.fetch_add(1, Full);
+        }
+
+        unsafe fn dec_ref(obj: NonNull<Self>) {
+            // SAFETY: The caller owns a reference, so `obj` is alive.
+            unsafe { obj.as_ref() }.refs.fetch_sub(1, Full);
+        }
+    }
+
+    impl TxOwner for TestOwner {
+        fn tx_credit(&self) -> &TxCredit {
+            &self.credit
+        }
+
+        fn tx_wake(&self) {
+            self.wakes.fetch_add(1, Full);
+        }
+    }
+
+    /// Packets charged to an owner over `lo` are released when the stack
+    /// frees them (`lo` orphans them on transmit), with the owner's
+    /// references given back; an unbound or foreign owner is refused.
+    #[test]
+    fn charged_loopback() -> Result {
+        // SAFETY: `init_net` is never dismantled; its loopback device lives as long.
+        let (net, lo) = unsafe {
+            let net = Namespace::from_raw(&raw mut bindings::init_net);
+            (
+                net,
+                Device::from_raw(bindings::net_loopback_dev(net.as_raw())),
+            )
+        };
+        let gid = mapped([127, 0, 0, 1]);
+        let Ok(route) = Route::output(net, lo, &gid, &gid) else {
+            return Ok(());
+        };
+        let new_owner = || -> Result<KBox<TestOwner>> {
+            Ok(KBox::new(
+                TestOwner {
+                    refs: Atomic::new(1),
+                    wakes: Atomic::new(0),
+                    credit: TxCredit::new()?,
+                },
+                GFP_KERNEL,
+            )?)
+        };
+        let (a, b) = (new_owner()?, new_owner()?);
+        let packet = || -> Result<SkBuff> {
+            let mut skb = SkBuff::alloc_udp(lo, &route, 16)?;
+            skb.push_udp_ip(&route, &hdr(gid, gid))?;
+            Ok(skb)
+        };
+        // Not bound yet: refused, nothing charged.
+        assert_eq!(xmit_udp_charged(net, packet()?, &*a).err(), Some(EBUSY));
+        a.credit.bind(&*a)?;
+        assert_eq!(a.credit.bind(&*b).err(), Some(EBUSY));
+        // Another owner cannot charge `a`'s credit through its accessor.
+        b.credit.bind(&*b)?;
+        assert!(a.credit.may_send(0));
+        for _ in 0..3 {
+            xmit_udp_charged(net, packet()?, &*a)?;
+        }
+        // Freed already, or soon.
+        for _ in 0..100 {
+            if a.credit.in_flight() == 0 && a.refs.load(Acquire) == 1 {
+                break;
+            }
+            // SAFETY: Sleeping is fine in a KUnit test.
+            unsafe { bindings::msleep(10) };
+        }
+        let done = a.credit.in_flight() == 0 && a.refs.load(Acquire) == 1;
+        if !done {
+            // An skb still refers to it: never free it.
+            KBox::leak(a);
+            assert!(done);
+            return Ok(());
+        }
+        // Above the high-water mark a producer stops, and is woken once.
+        assert!(!a.credit.may_send(TxCredit::HIGH_WATER as usize));
+        assert!(a.credit.take_wake());
+        assert!(!a.credit.take_wake());
+        assert_eq!(a.wakes.load(Acquire), 0);
+        assert_eq!(b.refs.load(Acquire), 1);
         Ok(())
     }
 

@@ -6,6 +6,15 @@
 
 use crate::{
     bindings,
+    net::{
+        skbuff::{
+            xmit_udp_charged,
+            TxCredit,
+            TxOwner, //
+        },
+        Namespace,
+        SkBuff, //
+    },
     rdma::{
         ah::Ah,
         cq::Cq,
@@ -729,6 +738,8 @@ pub struct Qp<T: Driver> {
     rnr_timer: Timer,
     /// The kick ([`Qp::kick`]); while queued it owns a reference.
     kick_work: Opaque<bindings::work_struct>,
+    /// Transmit credit of the QP's packets ([`Qp::xmit`]).
+    tx_credit: TxCredit,
     data: T::QpData,
 }
 
@@ -900,6 +911,25 @@ impl<T: Driver> Qp<T> {
         }
     }
 
+    /// The QP's transmit credit: how many of its packets are in the IP
+    /// stack ([`TxCredit::in_flight`]), and whether a producer may build
+    /// more ([`TxCredit::may_send`]).
+    pub fn tx_credit(&self) -> &TxCredit {
+        &self.tx_credit
+    }
+
+    /// Hands `skb` to the IP stack in `net`, charged to the QP's transmit
+    /// credit until the stack frees it ([`xmit_udp_charged`]). When credit
+    /// comes back after [`TxCredit::may_send`] refused, the QP is kicked
+    /// ([`Qp::kick`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`xmit_udp_charged`].
+    pub fn xmit(&self, net: &Namespace, skb: SkBuff) -> Result {
+        xmit_udp_charged(net, skb, self)
+    }
+
     /// Sets up the timers.
     ///
     /// # Safety
@@ -1051,8 +1081,12 @@ impl<T: Driver> Qp<T> {
     unsafe fn finish_destroy(this: *mut Self) {
         // SAFETY: We own the initial reference; the QP stays valid for the call.
         unsafe { (*this).live.put_initial_and_wait() };
-        // SAFETY: No reference is left and the timers are shut down; dropped only here.
-        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        // SAFETY: No reference is left and the timers are shut down; dropped only here. No skb
+        // is in flight any more (each held a reference), so the credit's socket can go too.
+        unsafe {
+            core::ptr::drop_in_place(&raw mut (*this).data);
+            core::ptr::drop_in_place(&raw mut (*this).tx_credit);
+        }
     }
 
     /// `create_qp` callback.
@@ -1092,14 +1126,31 @@ impl<T: Driver> Qp<T> {
                 (&raw mut (*this).dying).write(Atomic::new(false));
                 Self::setup_timers(this);
             }
+            let credit = TxCredit::new()?;
+            // SAFETY: `tx_credit` is uninitialised memory inside the allocation.
+            unsafe { (&raw mut (*this).tx_credit).write(credit) };
             // SAFETY: `data` is uninitialised memory inside the allocation; on error `ib_core`
-            // frees it without calling `destroy_callback`.
-            unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
+            // frees it without calling `destroy_callback`, so the credit is dropped here.
+            if let Err(e) = unsafe { dinit.__pinned_init(&raw mut (*this).data) } {
+                // SAFETY: Written above; nothing else refers to it.
+                unsafe { core::ptr::drop_in_place(&raw mut (*this).tx_credit) };
+                return Err(e);
+            }
             // SAFETY: No one else uses the new QP yet.
             unsafe { (*ptr).qp_num = qp_num };
             attr.cap.write_raw(&mut ia.cap);
             // SAFETY: The QP is fully initialised.
             let qp = unsafe { Self::from_raw(ptr) };
+            // INVARIANT: A fresh credit binds (only) to its QP, before any packet is sent.
+            if let Err(e) = qp.tx_credit.bind(qp) {
+                // Cannot happen for a fresh credit; undone as a failed creation.
+                // SAFETY: Initialised above, not published; dropped once, here.
+                unsafe {
+                    core::ptr::drop_in_place(&raw mut (*this).data);
+                    core::ptr::drop_in_place(&raw mut (*this).tx_credit);
+                }
+                return Err(e);
+            }
             // SAFETY: The QP holds its initial reference; `destroy_callback` removes it before
             // dropping that reference, and `ib_core` frees the memory only after that.
             if let Err(e) = unsafe { qp.device().qps.insert(qp_num, this) } {
@@ -1298,6 +1349,17 @@ unsafe impl<T: Driver> AlwaysRefCounted for Qp<T> {
     unsafe fn dec_ref(obj: NonNull<Self>) {
         // SAFETY: The caller owns a reference, so the QP is valid; it is not touched afterwards.
         unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
+    }
+}
+
+impl<T: Driver> TxOwner for Qp<T> {
+    fn tx_credit(&self) -> &TxCredit {
+        &self.tx_credit
+    }
+
+    fn tx_wake(&self) {
+        // Queues work (a no-op once destruction began): any context.
+        self.kick();
     }
 }
 

@@ -16,7 +16,6 @@ use kernel::sync::atomic::{
 
 /// A counter; the discriminant is its index in [`DESCS`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[expect(dead_code, reason = "counted by the data path, which later issues add")]
 pub(crate) enum Counter {
     /// Packets sent.
     SentPkts,

@@ -16,9 +16,12 @@
 //! order, with `IB_WC_WR_FLUSH_ERR`.
 
 use crate::{
-    net::skbuff::{
-        xmit_allowed,
-        SkbQueue, //
+    net::{
+        skbuff::{
+            xmit_allowed,
+            SkbQueue, //
+        },
+        SkBuff,
     },
     proto::{
         packet::Packet,
@@ -84,6 +87,7 @@ use super::{
         self,
         Req,
         Resp,
+        Taken,
         WqeMeta, //
     },
     tx::{
@@ -101,6 +105,9 @@ pub(crate) const MAX_INLINE_DATA: u32 = 512;
 const GSI_QPN: u32 = 1;
 /// Size of `struct rxe_create_qp_resp`.
 const CREATE_QP_RESP_SIZE: usize = 32;
+/// Most requests held while a READ is being answered (the requester has at
+/// most `max_rd_atomic` READs and a window of packets outstanding).
+const MAX_HELD: usize = 512;
 
 /// A work queue's slots.
 pub(crate) enum Ring {
@@ -517,6 +524,10 @@ pub(crate) struct RrxeQp {
     /// Packets built, waiting to be sent.
     #[pin]
     pub(crate) txq: SkbQueue,
+    /// Request packets received while a READ is being answered, handled
+    /// after it in arrival order ([`rc::resume_responder`]).
+    #[pin]
+    pub(crate) rxq: SkbQueue,
     /// A context is sending `txq`.
     sending: Atomic<bool>,
     /// Multicast groups the QP is attached to.
@@ -692,6 +703,7 @@ impl RrxeQp {
                 "RrxeQp::state"
             ),
             txq <- SkbQueue::new(),
+            rxq <- SkbQueue::new(),
             sending: Atomic::new(false),
             mcast_count: Atomic::new(0),
             tx_ready: Atomic::new(false),
@@ -704,6 +716,9 @@ impl RrxeQp {
     /// Flushes every outstanding WQE of both queues with
     /// `IB_WC_WR_FLUSH_ERR`, in posting order, each exactly once.
     pub(crate) fn flush(qp: &Qp<Rrxe>, st: &mut State) {
+        // No more responses: requests waiting for a READ's go too.
+        st.resp.drop_read();
+        qp.rxq.purge();
         if let Some(wr_id) = st.resp.take_srq_recv() {
             let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false);
         }
@@ -829,6 +844,7 @@ impl RrxeQp {
                     }
                     st.req.reset(Psn::new(0));
                     st.resp.reset(Psn::new(0));
+                    qp.rxq.purge();
                     st.snap_index = None;
                     st.tx = None;
                     qp.tx_ready.store(false, Relaxed);
@@ -884,9 +900,22 @@ impl RrxeQp {
     }
 
     /// The QP's kick ([`Qp::kick`]), in softirq with interrupts enabled:
-    /// resolves the route of the AH a UD WQE waits for, runs the requester
-    /// and sends what is queued.
+    /// resolves the route of the AH a UD WQE waits for, continues the READ
+    /// responses and held requests of a connected QP, runs the requester
+    /// and sends what is queued. Also run when transmit credit comes back.
     pub(crate) fn kick(qp: &Qp<Rrxe>) {
+        if matches!(qp.qp_type(), qp_type::RC | qp_type::UC) {
+            Self::prepare_tx(qp);
+            {
+                let mut st = qp.state.lock();
+                rc::resume_responder(qp, &mut st);
+                Self::run_send(qp, &mut st);
+            }
+            // A held SEND may have taken a receive WQE from the SRQ.
+            if let Some(srq) = qp.srq() {
+                super::srq::RrxeSrq::report_limit(srq);
+            }
+        }
         if matches!(qp.qp_type(), qp_type::UD | qp_type::GSI) {
             let ah_num = {
                 let mut st = qp.state.lock();
@@ -934,10 +963,12 @@ impl RrxeQp {
     }
 
     /// A packet for this QP passed the receive checks. `ip` is its IP
-    /// header and `protocol` the EtherType.
-    pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, ip: &[u8], protocol: u16) {
+    /// header and `protocol` the EtherType. On [`Taken::Hold`] the caller
+    /// passes the packet's skb to [`RrxeQp::hold`].
+    pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, ip: &[u8], protocol: u16) -> Taken {
         Self::prepare_tx(qp);
         let ty = qp.qp_type();
+        let mut taken = Taken::Done;
         {
             let mut st = qp.state.lock();
             match ty {
@@ -945,16 +976,16 @@ impl RrxeQp {
                     // Connected services take packets from the peer only.
                     match super::recv::src_gid(protocol, ip) {
                         Some(src) if src == st.path.dgid => {}
-                        _ => return,
+                        _ => return Taken::Done,
                     }
                     if pkt.info().is_request() {
-                        rc::on_request(qp, &mut st, pkt);
+                        taken = rc::on_request(qp, &mut st, pkt);
                     } else {
                         rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
                     }
                 }
                 qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol),
-                _ => return,
+                _ => return Taken::Done,
             }
         }
         // A receive WQE taken from the SRQ may have crossed its limit.
@@ -962,6 +993,20 @@ impl RrxeQp {
             super::srq::RrxeSrq::report_limit(srq);
         }
         tx::send_queued(qp);
+        taken
+    }
+
+    /// Holds a request that arrived while a READ is being answered
+    /// ([`Taken::Hold`]); the kick handles it once the READ's responses are
+    /// out. Beyond [`MAX_HELD`] requests the packet is dropped, as a full
+    /// receive queue would: the requester sends it again.
+    pub(crate) fn hold(qp: &Qp<Rrxe>, mut skb: SkBuff) {
+        if qp.rxq.len() < MAX_HELD {
+            // The route of a received packet may be valid only in this softirq.
+            skb.drop_dst();
+            qp.rxq.push_back(skb);
+        }
+        qp.kick();
     }
 
     /// A timer of the QP fired.

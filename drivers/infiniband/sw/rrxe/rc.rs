@@ -28,7 +28,14 @@
 //!   answers RNR when no receive WQE is posted, and acknowledges when the
 //!   requester asks (AckReq). An atomic is executed once: its original
 //!   value is kept by PSN ([`AtomicReplies`]) and a retransmitted request
-//!   gets the same atomic acknowledge again.
+//!   gets the same atomic acknowledge again. A READ is answered as a
+//!   stream ([`ReadStream`]) that goes out as transmit credit allows;
+//!   requests arriving meanwhile wait on the QP's `rxq` and are handled
+//!   after it, in order ([`resume_responder`]).
+//!
+//! Requester and READ responder stop while the QP's packets in flight and
+//! queued reach the transmit credit's high-water mark (64, as rdma_rxe);
+//! the QP's kick resumes them when fewer than 16 are left.
 //!
 //! WQEs are snapshots: the requester copies a send WQE out of the shared
 //! queue before using it, and keeps what completion needs (`WqeMeta`) in
@@ -48,6 +55,7 @@ use crate::{
             Bth,
             DEFAULT_PKEY, //
         },
+        icrc::UDP_HDR_LEN,
         ieth::Ieth,
         immdt::ImmDt,
         opcode::{
@@ -58,6 +66,7 @@ use crate::{
             Transport, //
         },
         packet::{
+            parse_packet,
             ExtHeaders,
             Packet, //
         },
@@ -159,6 +168,9 @@ pub(crate) struct WqeMeta {
     /// The local operation failed: it completes in error, which moves the
     /// QP to ERR, and the requester goes no further.
     failed: bool,
+    /// A SEND (with immediate or invalidate): counted in `rdma_sends` when
+    /// it completes, successfully or not, as the C driver's completer does.
+    send: bool,
 }
 
 /// Requester and completer state.
@@ -222,6 +234,39 @@ pub(crate) struct Resp {
     write_len: u32,
     /// Original values of the atomics executed recently, for replay.
     atomics: AtomicReplies,
+    /// The READ whose responses are being sent; requests that arrive
+    /// meanwhile wait on the QP's `rxq`, so that they are answered after
+    /// it, in PSN order.
+    read: Option<ReadStream>,
+    /// The READs accepted last, by arrival (a ring of
+    /// [`READ_HISTORY`]), so that a duplicate one is answered as a
+    /// continuation of the original's responses.
+    reads: [Option<ReadStream>; READ_HISTORY],
+    /// Where the next accepted READ goes in `reads`.
+    reads_next: usize,
+}
+
+/// READs the responder remembers for duplicates (the most READs a
+/// requester keeps outstanding, `max_dest_rd_atomic`, is 16 for rxe).
+const READ_HISTORY: usize = 16;
+
+/// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
+/// checked when the request was accepted, and the responses go out a batch
+/// at a time, as the QP's transmit credit allows ([`stream_read`]).
+#[derive(Clone, Copy)]
+pub(crate) struct ReadStream {
+    /// PSN of the request, which the first response takes.
+    psn: Psn,
+    /// Remote address, R_Key and length from the request's RETH.
+    va: u64,
+    rkey: u32,
+    len: u32,
+    /// Index of the next response packet to build.
+    next: u32,
+    /// Number of response packets.
+    count: u32,
+    /// MSN of the responses' AETH.
+    msn: u32,
 }
 
 impl Req {
@@ -263,6 +308,28 @@ impl Resp {
             epsn: psn,
             ..Resp::default()
         };
+    }
+
+    /// Remembers the READ accepted with `r`.
+    fn record_read(&mut self, r: ReadStream) {
+        if let Some(slot) = self.reads.get_mut(self.reads_next) {
+            *slot = Some(r);
+        }
+        self.reads_next = (self.reads_next + 1) % READ_HISTORY;
+    }
+
+    /// The remembered READ whose responses include `psn`.
+    fn find_read(&self, psn: Psn) -> Option<ReadStream> {
+        self.reads
+            .iter()
+            .flatten()
+            .find(|r| !psn.before(r.psn) && r.psn.distance_to(psn) < r.count.max(1))
+            .copied()
+    }
+
+    /// Gives up the READ being answered (the QP leaves service).
+    pub(crate) fn drop_read(&mut self) {
+        self.read = None;
     }
 
     /// The SRQ receive WQE held by the responder, if any (to flush it).
@@ -326,6 +393,9 @@ fn meta(st: &State, idx: u32) -> WqeMeta {
 /// successful and unsignaled).
 fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
     let m = meta(st, st.sq.consumer());
+    if m.send {
+        qp.device().counters.inc(Counter::RdmaSends);
+    }
     if status != WcStatus::Success || m.signaled {
         let w = wc(qp, m.wr_id, status, m.wc_opcode, m.len);
         // An overrun is reported as a CQ error event by the CQ.
@@ -539,6 +609,10 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         if !uc && rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
             break;
         }
+        // Resumed from the QP's kick when transmit credit comes back.
+        if !super::tx::tx_room(qp) {
+            break;
+        }
         let idx = st.req.next;
         if st.sq.geo.is_empty(st.sq.producer(), idx) {
             break;
@@ -614,6 +688,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     last_psn: st.req.psn.add(count - 1),
                     rd_atomic,
                     atomic,
+                    send: matches!(
+                        work,
+                        Work::Msg(
+                            MessageKind::Send | MessageKind::SendWithImm | MessageKind::SendWithInv
+                        )
+                    ),
                     ..WqeMeta::default()
                 };
                 if rd_atomic {
@@ -755,6 +835,9 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if !matches!(state, qp_state::RTS | qp_state::SQD | qp_state::SQE) {
         return;
     }
+    // `ack_deferred` is the C driver's count of responses handed to its
+    // completer task (`RXE_CNT_SENDER_SCHED`): every response received.
+    qp.device().counters.inc(Counter::AckDeferred);
     match pkt.info().operation {
         Operation::RdmaReadResponse => return on_read_response(qp, st, pkt, sq_sig_all),
         Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt, sq_sig_all),
@@ -827,6 +910,8 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
         }
         Syndrome::Nak(NakCode::PsnSequenceError) => {
             counters.inc(Counter::RcvdSeqErr);
+            // A retry the completer starts, counted as the C driver does.
+            counters.inc(Counter::CompleterRetryErr);
             let p = retire(qp, st, psn.sub(1));
             st.req.comp_psn = psn;
             set_position(st, psn, mtu);
@@ -876,7 +961,8 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         // per gap.
         if !st.req.read_gap {
             st.req.read_gap = true;
-            qp.device().counters.inc(Counter::RcvdSeqErr);
+            // No NAK was received (`rcvd_seq_err`): the completer retries.
+            qp.device().counters.inc(Counter::CompleterRetryErr);
             let from = st.req.comp_psn;
             set_position(st, from, mtu);
             run_requester(qp, st, sq_sig_all);
@@ -1132,8 +1218,14 @@ fn recv_wc(
 }
 
 /// Completes the held receive WQE.
+///
+/// A successful one counts in `rdma_recvs` (SEND and WRITE with immediate,
+/// RC and UC), as in the C driver.
 fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     if let Some(r) = st.resp.recv.take() {
+        if w.status == WcStatus::Success {
+            qp.device().counters.inc(Counter::RdmaRecvs);
+        }
         if !r.from_srq {
             if let Some(rq) = &mut st.rq {
                 rq.advance();
@@ -1154,16 +1246,21 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
     to_error(qp, st);
 }
 
-/// Queues the READ responses for a request at `psn`, reading the memory
-/// `reth` names; returns the number of PSNs they take. The whole range is
-/// checked before anything is read.
-fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Result<u32, NakCode> {
-    let dev = qp.device();
-    let pd_id = qp.pd_id();
+/// Accepts a READ request at `psn` for the memory `reth` names: checks the
+/// whole range before anything is read, then starts its responses, which
+/// [`stream_read`] continues later if the transmit credit runs out. Returns
+/// the number of PSNs the responses take.
+fn start_read(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    psn: Psn,
+    reth: &Reth,
+    msn: u32,
+) -> Result<u32, NakCode> {
     if reth.dma_len > 0 {
         mem::check_remote(
-            dev,
-            pd_id,
+            qp.device(),
+            qp.pd_id(),
             reth.rkey,
             Need::RemoteRead,
             reth.va,
@@ -1171,15 +1268,80 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
         )
         .map_err(|_| NakCode::RemoteAccessError)?;
     }
-    let pmtu = path_mtu(st);
-    let count = packet_count(reth.dma_len, pmtu);
-    let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
-    let dest_qpn = st.attr.dest_qp_num();
-    let Some(tx) = tx_ctx(qp, st) else {
-        return Ok(count);
+    let count = packet_count(reth.dma_len, path_mtu(st));
+    let r = ReadStream {
+        psn,
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.dma_len,
+        next: 0,
+        count,
+        msn,
     };
-    for i in 0..count {
-        let Some(seg) = segment_at(reth.dma_len, pmtu, i) else {
+    st.resp.record_read(r);
+    st.resp.read = Some(r);
+    stream_read(qp, st);
+    Ok(count)
+}
+
+/// Answers a duplicate READ at `psn` (IBTA Vol 1 §9.7.5.1.2) of the
+/// remembered READ `orig`, as rdma_rxe does: the original's responses
+/// again from `psn` on, continuing its message (a READ asked again from
+/// its middle gets middle and last responses, which a requester that
+/// checks the opcode sequence expects), after checking that the request
+/// names the rest of the original's range and that the memory is still
+/// readable. Otherwise it is dropped: the requester times out.
+fn replay_read(qp: &Qp<Rrxe>, st: &mut State, orig: ReadStream, psn: Psn, reth: &Reth) {
+    let next = orig.psn.distance_to(psn);
+    let offset = next.saturating_mul(path_mtu(st).bytes()).min(orig.len);
+    let same = reth.rkey == orig.rkey
+        && reth.va == orig.va.wrapping_add(u64::from(offset))
+        && reth.dma_len == orig.len - offset;
+    if !same {
+        return;
+    }
+    if reth.dma_len > 0
+        && mem::check_remote(
+            qp.device(),
+            qp.pd_id(),
+            reth.rkey,
+            Need::RemoteRead,
+            reth.va,
+            reth.dma_len,
+        )
+        .is_err()
+    {
+        return;
+    }
+    st.resp.read = Some(ReadStream { next, ..orig });
+    stream_read(qp, st);
+}
+
+/// Queues the next READ responses of the stream in progress, as many as
+/// the transmit credit allows; the stream ends with its last response (or
+/// when a response cannot be built: the requester asks again after its
+/// timeout).
+fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
+    let Some(mut r) = st.resp.read else {
+        return;
+    };
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let pmtu = path_mtu(st);
+    let dest_qpn = st.attr.dest_qp_num();
+    let State { tx, resp, .. } = &mut *st;
+    let Some(tx) = tx.as_ref() else {
+        dev.counters.inc(Counter::SendErr);
+        resp.read = None;
+        return;
+    };
+    while r.next < r.count {
+        if !super::tx::tx_room(qp) {
+            // Resumed from the QP's kick when credit comes back.
+            resp.read = Some(r);
+            return;
+        }
+        let Some(seg) = segment_at(r.len, pmtu, r.next) else {
             break;
         };
         let Some(opcode) =
@@ -1189,29 +1351,69 @@ fn read_responses(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, reth: &Reth) -> Resul
         };
         let mut ext = ExtHeaders::default();
         if !matches!(seg.position, Position::Middle) {
-            ext.aeth = Aeth::new(ack(), msn).ok();
+            ext.aeth = Aeth::new(ack(), r.msn).ok();
         }
         let bth = Bth {
             opcode,
             pkey: DEFAULT_PKEY,
             dest_qpn,
-            psn: psn.add(i),
+            psn: r.psn.add(r.next),
             ..Bth::default()
         };
-        let va = reth.va.wrapping_add(u64::from(seg.offset));
+        let va = r.va.wrapping_add(u64::from(seg.offset));
+        let rkey = r.rkey;
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::read(dev, pd_id, reth.rkey, true, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
+            mem::read(dev, pd_id, rkey, true, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
         });
         match built {
             Ok(skb) => qp.txq.push_back(skb),
             Err(_) => {
-                // The requester asks again after its timeout.
                 dev.counters.inc(Counter::SendErr);
                 break;
             }
         }
+        r.next += 1;
     }
-    Ok(count)
+    resp.read = None;
+}
+
+/// Most held requests one run of [`resume_responder`] handles; the rest
+/// wait for the next kick.
+const RESUME_BUDGET: u32 = 64;
+
+/// The responder's part of the QP's kick: continues the READ being
+/// answered, then handles, in arrival order, the requests that waited for
+/// it (each of which may start another READ).
+pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
+    if qp.qp_type() != qp_type::RC {
+        return;
+    }
+    let mut budget = RESUME_BUDGET;
+    loop {
+        stream_read(qp, st);
+        if st.resp.read.is_some() {
+            return;
+        }
+        if budget == 0 {
+            if !qp.rxq.is_empty() {
+                qp.kick();
+            }
+            return;
+        }
+        let Some(skb) = qp.rxq.pop_front() else {
+            return;
+        };
+        budget -= 1;
+        // Checked when it arrived (lengths, ICRC, QP, source): only the
+        // headers are parsed again.
+        let held = skb
+            .data()
+            .get(UDP_HDR_LEN..)
+            .and_then(|roce| parse_packet(roce).ok());
+        if let Some(pkt) = held {
+            handle_request(qp, st, &pkt);
+        }
+    }
 }
 
 /// UC responder: drops the message in progress (a packet was lost or
@@ -1233,8 +1435,8 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     }
     let bth = pkt.bth();
     let psn = bth.psn;
+    // The C driver counts no `out_of_seq_request` on UC: nothing is NAKed.
     if psn != st.resp.epsn {
-        qp.device().counters.inc(Counter::OutOfSeqRequest);
         st.resp.op = InProgress::None;
         if let Some(r) = &mut st.resp.recv {
             r.offset = 0;
@@ -1328,8 +1530,28 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     st.resp.epsn = psn.next();
 }
 
+/// What became of a request packet handed to [`on_request`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// Handled (or dropped).
+    Done,
+    /// A READ is being answered: the caller must hold the packet on the
+    /// QP's `rxq` and kick the QP, which handles it after the READ.
+    Hold,
+}
+
 /// Responder: a request packet arrived.
-pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
+pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Taken {
+    if qp.qp_type() == qp_type::RC && (st.resp.read.is_some() || !qp.rxq.is_empty()) {
+        return Taken::Hold;
+    }
+    handle_request(qp, st, pkt);
+    Taken::Done
+}
+
+/// Responder: handles a request packet, in PSN order with the responses of
+/// earlier ones.
+fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let state = st.attr.qp_state();
     if !matches!(
         state,
@@ -1352,7 +1574,15 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 // The responses were lost: read the memory again (a READ
                 // has no side effect to repeat).
                 if let Some(reth) = pkt.ext().reth {
-                    let _ = read_responses(qp, st, psn, &reth);
+                    match st.resp.find_read(psn) {
+                        Some(orig) => replay_read(qp, st, orig, psn, &reth),
+                        None => {
+                            // Too old to be remembered: answered as a READ
+                            // of its own.
+                            let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
+                            let _ = start_read(qp, st, psn, &reth, msn);
+                        }
+                    }
                 }
                 return;
             }
@@ -1375,8 +1605,10 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             return;
         }
         PsnRegion::Ahead => {
-            counters.inc(Counter::OutOfSeqRequest);
+            // Counted once per sequence NAK, as the C driver does, not per
+            // packet past the gap.
             if !st.resp.nak_sent {
+                counters.inc(Counter::OutOfSeqRequest);
                 st.resp.nak_sent = true;
                 let e = st.resp.epsn;
                 send_ack(qp, st, Syndrome::Nak(NakCode::PsnSequenceError), e);
@@ -1416,7 +1648,6 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                     }
                     Some(Ok(r)) => st.resp.recv = Some(r),
                 }
-                counters.inc(Counter::RdmaRecvs);
             }
             let Some(r) = st.resp.recv else {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
@@ -1514,10 +1745,11 @@ pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             if qp_access & access::REMOTE_READ == 0 {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
-            match read_responses(qp, st, psn, &reth) {
+            let msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+            match start_read(qp, st, psn, &reth, msn) {
                 Ok(count) => {
                     st.resp.epsn = psn.add(count);
-                    st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+                    st.resp.msn = msn;
                 }
                 Err(code) => resp_fail(qp, st, code, None, psn),
             }
@@ -1644,6 +1876,7 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
         atomic: false,
         local: true,
         failed: result.is_err(),
+        send: false,
     };
     match st.sq_meta.get_mut(idx as usize) {
         Some(slot) => *slot = m,

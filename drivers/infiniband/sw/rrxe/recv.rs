@@ -57,6 +57,7 @@ use super::{
     icrc::KernelCrc32,
     mcast,
     qp::RrxeQp,
+    rc::Taken,
     verbs::Rrxe, //
 };
 
@@ -151,7 +152,8 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
         mcast::for_each_member(&dev.mcast, &dgid, |qpn| {
             if let Some(qp) = dev.lookup_qp(qpn) {
                 if qp.qp_type() == qp_type::UD {
-                    RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
+                    // UD packets are never held.
+                    let _ = RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
                     delivered = true;
                 }
             }
@@ -173,7 +175,9 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     // CAST: lengths of one IP packet fit in a `u64`.
     dev.counters
         .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
-    RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
+    if RrxeQp::rcv(&qp, &pkt, ip, skb.protocol()) == Taken::Hold {
+        RrxeQp::hold(&qp, skb);
+    }
     Ok(())
 }
 

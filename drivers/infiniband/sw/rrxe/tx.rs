@@ -11,6 +11,14 @@
 //! ICRC over all of them. The built packets go to the QP's transmit queue;
 //! [`send_queued`] hands them to the IP stack once the lock is dropped, one
 //! sender at a time so that a QP's packets leave in PSN order.
+//!
+//! Flow control: every packet handed to the IP stack is charged to the
+//! QP's transmit credit until the stack frees it ([`Qp::xmit`]). The
+//! producers ([`tx_room`]) stop while the packets in flight and those
+//! queued reach the high-water mark, and resume from the QP's kick once
+//! fewer than the low-water mark are left, so that a QP never floods the
+//! netdev's queue (whose overflow drops packets, which then cost
+//! retransmissions).
 
 use crate::{
     net::{
@@ -18,7 +26,6 @@ use crate::{
         route::Route,
         skbuff::{
             xmit_allowed,
-            xmit_udp,
             BhDisabled,
             UdpIpHdr, //
         },
@@ -153,6 +160,13 @@ fn proto_err(_: proto::Error) -> Error {
     EINVAL
 }
 
+/// Whether the transport may build another packet for `qp`: fewer than
+/// the high-water mark in flight and queued together. On `false` the QP is
+/// kicked when credit comes back.
+pub(crate) fn tx_room(qp: &Qp<Rrxe>) -> bool {
+    qp.tx_credit().may_send(qp.txq.len())
+}
+
 /// Hands the packets queued on `qp` to the IP stack. Never called with the
 /// QP's state lock held (the IP stack must run with interrupts enabled).
 pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
@@ -185,7 +199,9 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
                 super::recv::deliver_local(dev, skb);
                 continue;
             }
-            match xmit_udp(net, skb) {
+            // Charged to the QP until the stack frees it: see `rc`'s
+            // flow control.
+            match qp.xmit(net, skb) {
                 Ok(()) => {
                     dev.counters.inc(Counter::SentPkts);
                     // CAST: the length of one packet.
@@ -197,7 +213,13 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
         // A packet queued after the last pop but before the flag was
         // cleared is sent by the next round.
         if !qp.stop_sending() {
-            return;
+            break;
         }
+    }
+    // A producer stopped with the queue full and little in flight (packets
+    // delivered locally are not charged, so no skb destructor wakes it):
+    // it goes on from the kick.
+    if qp.tx_credit().take_wake() {
+        qp.kick();
     }
 }

@@ -83,6 +83,10 @@ fn mtu(qp: &Qp<Rrxe>) -> u32 {
 }
 
 /// Completes the oldest send WQE.
+///
+/// `send` says the WQE is a SEND (with or without immediate), counted in
+/// `rdma_sends` whatever its status, as the C driver's completer counts
+/// them; a WQE of no or another opcode is not.
 fn complete_send(
     qp: &Qp<Rrxe>,
     st: &mut State,
@@ -90,7 +94,11 @@ fn complete_send(
     signaled: bool,
     status: WcStatus,
     len: u32,
+    send: bool,
 ) {
+    if send {
+        qp.device().counters.inc(Counter::RdmaSends);
+    }
     if status != WcStatus::Success || signaled {
         let _ = RrxeCq::post(qp.send_cq(), &wc(qp, wr_id, status, WC_SEND, len), false);
     }
@@ -110,6 +118,10 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         if st.sq.geo.is_empty(st.sq.producer(), idx) {
             break;
         }
+        // Resumed from the QP's kick when transmit credit comes back.
+        if !super::tx::tx_room(qp) {
+            break;
+        }
         {
             let State { sq, sq_snap, .. } = &mut *st;
             if sq.read_slot(idx, sq_snap).is_err() {
@@ -122,7 +134,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 .sq_snap
                 .first_chunk::<8>()
                 .map_or(0, |b| u64::from_ne_bytes(*b));
-            complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0);
+            complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0, false);
             continue;
         };
         let signaled = sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0;
@@ -130,16 +142,16 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             wqe::IB_WR_SEND => MessageKind::Send,
             wqe::IB_WR_SEND_WITH_IMM => MessageKind::SendWithImm,
             _ => {
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, false);
                 continue;
             }
         };
         if w.length > max {
-            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocLenErr, 0);
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocLenErr, 0, true);
             continue;
         }
         let Some(ah) = dev.lookup_ah(w.ah_num) else {
-            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0);
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
             continue;
         };
         let tx_guard = ah.tx.lock();
@@ -155,7 +167,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             // No route even so: the datagram is lost, as on a wire.
             st.ud_route_tries = 0;
             dev.counters.inc(Counter::SendErr);
-            complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
             continue;
         };
         st.ud_route_tries = 0;
@@ -210,14 +222,14 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         match built {
             Ok(skb) => {
                 qp.txq.push_back(skb);
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
             }
             Err(e) if e == EFAULT => {
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocProtErr, 0);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocProtErr, 0, true);
             }
             Err(_) => {
                 dev.counters.inc(Counter::SendErr);
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length);
+                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
             }
         }
     }
@@ -287,7 +299,6 @@ pub(crate) fn on_request(
         );
         return;
     };
-    dev.counters.inc(Counter::RdmaRecvs);
     // The GRH area: the IPv6 header, or the IPv4 header in its last 20 bytes.
     let mut grh = [0u8; GRH_LEN];
     let (dst, hdr_len) = if protocol == ETH_P_IP {
@@ -320,6 +331,10 @@ pub(crate) fn on_request(
         }
         Err(mem::MemError::Length) => w.status = WcStatus::LocLenErr,
         Err(_) => w.status = WcStatus::LocProtErr,
+    }
+    // As the C driver: receives completed successfully.
+    if w.status == WcStatus::Success {
+        dev.counters.inc(Counter::RdmaRecvs);
     }
     let _ = RrxeCq::post(qp.recv_cq(), &w, pkt.bth().se);
 }
