@@ -6,7 +6,8 @@
 # ib_write_bw, ib_read_bw and ib_send_bw with -a (2 B ... 8 MiB, 5 iterations
 # per size) run bidirectionally (-b), VM 1 serving at 1500 and VM 2 at 9000;
 # ib_atomic_bw FETCH_AND_ADD and CMP_AND_SWAP (one size: perftest refuses
-# -a for atomics); ibv_rc_pingpong -c at 4097 and 65536 bytes; rping -V
+# -a for atomics); ibv_rc_pingpong -c at 4097 and 65536 bytes,
+# ibv_ud_pingpong, ibv_uc_pingpong -c and ibv_srq_pingpong; rping -V
 # -S 65535 (RDMA READ and WRITE, every transfer compared); rstream -T v
 # (rsockets, every byte verified).  All but the sweeps run twice, VM 1
 # serving then VM 2.  perftest checks completions only, never the data; a
@@ -155,6 +156,17 @@ for mtu in 1500 9000; do
 			"ibv_rc_pingpong -d \$IBDEV -g \$GID -m $ibmtu -c -s $size -n 50 -p \$port" \
 			"ibv_rc_pingpong -d \$IBDEV -g \$GID -m $ibmtu -c -s $size -n 50 -p \$port \$PEER_IP"
 	done
+	# The other verbs ping-pongs: UD (a datagram at most the path MTU),
+	# UC (data checked) and 16 RC QPs on one SRQ.
+	both "$m-ud-pingpong" 120 'tcp_listening $port' \
+		"ibv_ud_pingpong -d \$IBDEV -g \$GID -s 1024 -n 50 -p \$port" \
+		"ibv_ud_pingpong -d \$IBDEV -g \$GID -s 1024 -n 50 -p \$port \$PEER_IP"
+	both "$m-uc-pingpong" 120 'tcp_listening $port' \
+		"ibv_uc_pingpong -d \$IBDEV -g \$GID -m $ibmtu -c -s 4096 -n 50 -p \$port" \
+		"ibv_uc_pingpong -d \$IBDEV -g \$GID -m $ibmtu -c -s 4096 -n 50 -p \$port \$PEER_IP"
+	both "$m-srq-pingpong" 120 'tcp_listening $port' \
+		"ibv_srq_pingpong -d \$IBDEV -g \$GID -m $ibmtu -s 4096 -n 50 -p \$port" \
+		"ibv_srq_pingpong -d \$IBDEV -g \$GID -m $ibmtu -s 4096 -n 50 -p \$port \$PEER_IP"
 	for size in 65535; do
 		both "$m-rping-s$size" 120 'listening rping' \
 			"rping -s -a \$MY_IP -p \$port -V -C 50 -S $size" \
