@@ -981,30 +981,14 @@ void rrxe_helper_skb_dst_drop(struct sk_buff *skb)
 	skb_dst_drop(skb);
 }
 
-#ifdef CONFIG_DEBUG_LOCK_ALLOC
-static struct lock_class_key rrxe_tx_sk_key;
-static struct lock_class_key rrxe_tx_slock_key;
-#endif
-
 /*
  * Creates the kernel socket of a transmit credit: an unbound datagram
- * socket of init_net that never carries traffic. Its locks get their own
- * lockdep class, so that releasing it (which locks it) where another
- * AF_INET socket is locked is not taken for recursion.
+ * socket of init_net that never carries traffic. Unlike rdma_rxe it keeps
+ * the default lockdep class: a class of the module's own would make every
+ * such socket hold a module reference (sk_owner_set), so that rrxe could
+ * not be unloaded while a device (and its GSI QP) exists.
  */
 int rrxe_helper_tx_sock_create(struct socket **res)
 {
-	int err = sock_create_kern(&init_net, AF_INET, SOCK_DGRAM, 0, res);
-
-	if (err)
-		return err;
-#ifdef CONFIG_DEBUG_LOCK_ALLOC
-	if (!WARN_ON_ONCE(!sock_allow_reclassification((*res)->sk)))
-		sock_lock_init_class_and_name((*res)->sk,
-					      "slock-AF_INET-RRXE-TX",
-					      &rrxe_tx_slock_key,
-					      "sk_lock-AF_INET-RRXE-TX",
-					      &rrxe_tx_sk_key);
-#endif
-	return 0;
+	return sock_create_kern(&init_net, AF_INET, SOCK_DGRAM, 0, res);
 }

@@ -590,8 +590,7 @@ impl TxCredit {
     pub const LOW_WATER: u32 = 16;
 
     /// Creates a credit with its kernel socket (an unbound datagram socket of
-    /// the initial namespace, which never carries traffic, with a lockdep
-    /// class of its own). Sleeps.
+    /// the initial namespace, which never carries traffic). Sleeps.
     ///
     /// # Errors
     ///
