@@ -625,6 +625,9 @@ def case_atomic_write(ctl, name, how):
         ro = MR(end.pd, size, e.IBV_ACCESS_LOCAL_WRITE)
         ro.write(pattern(0x3d, size), size, 0)
         end.connect(ctl.xchg(end.info(ro_addr=ro.buf, ro_rkey=ro.rkey)))
+        # The request must not reach the QP before it is in RTS: an error
+        # there moves it to ERR and the move to RTS fails.
+        ctl.sync("connected")
         ctl.sync("done")
         shadow = bytearray(pattern(0x5c, size))
         if how == "ok":
@@ -644,6 +647,7 @@ def case_atomic_write(ctl, name, how):
     else:
         r = ctl.xchg(end.info())
         end.connect(r)
+        ctl.sync("connected")
         if how == "ok":
             rkey, raddr = r["rkey"], r["addr"] + AT_OFF
             want = (1, e.IBV_WC_SUCCESS, e.IBV_WC_ATOMIC_WRITE, 8)
