@@ -170,9 +170,7 @@ done
 # that may skip or fail on rrxe.  Any other test the C driver passes must
 # pass on rrxe, and a listed test that passes fails the check too, so that
 # the list shrinks with the features.  Skips come from EOPNOTSUPP (memory
-# windows: no alloc_mw) or EINVAL (MR access FLUSH_GLOBAL/PERSISTENT);
-# ATOMIC WRITE has no capability bit to skip on, so the WQE completes with
-# IB_WC_LOC_QP_OP_ERR and the test errors.
+# windows: no alloc_mw) or EINVAL (MR access FLUSH_GLOBAL/PERSISTENT).
 KNOWN=$(cat <<'LIST'
 tests.test_mr.MWTest.test_invalidate_mw_type1 memory-windows
 tests.test_mr.MWTest.test_mw_type1 memory-windows
@@ -184,7 +182,6 @@ tests.test_mr.MWTest.test_reg_mw_wrong_type memory-windows
 tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw memory-windows
 tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush flush
 tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush_type_violate flush
-tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write atomic-write
 LIST
 )
 

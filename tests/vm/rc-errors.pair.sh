@@ -33,6 +33,12 @@
 #   atomic-no-qp-access / atomic-no-mr-access  QP without REMOTE_ATOMIC:
 #                 REM_INV_REQ_ERR; MR without it: REM_ACCESS_ERR; memory
 #                 unchanged
+#   atomic-write  ATOMIC WRITE (QPEx wr_atomic_write) of 8 known bytes to an
+#                 aligned word: ATOMIC_WRITE completion, byte_len 8, the
+#                 word holds exactly those bytes and nothing else in the MR
+#                 changes, both QPs stay in RTS
+#   atomic-write-no-mr-access  ATOMIC WRITE to an MR without REMOTE_WRITE:
+#                 REM_ACCESS_ERR, both QPs in ERR, memory unchanged
 #   atomic-replay 100 FetchAdds while 20% of the responder's packets are
 #                 lost (netem): every original value is the one before it
 #                 plus one and the word ends exactly 100 higher, so no
@@ -51,7 +57,7 @@ from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
-from pyverbs.qp import QP, QPCap, QPInitAttr, QPAttr
+from pyverbs.qp import QP, QPEx, QPCap, QPInitAttr, QPInitAttrEx, QPAttr
 from pyverbs.addr import AHAttr, GlobalRoute, GID
 from pyverbs.wr import SendWR, RecvWR, SGE
 import pyverbs.enums as e
@@ -149,12 +155,21 @@ MY_GID = ctx.query_gid(1, GIDX).gid
 
 class End:
     """One RC QP with its CQ and a data MR, and its connection."""
-    def __init__(self, mr_size=4096, mr_access=RW, fill=0):
+    def __init__(self, mr_size=4096, mr_access=RW, fill=0, send_ops=None):
         self.pd = PD(ctx)
         self.cq = CQ(ctx, 64)
         cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
-        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
-                                         rcq=self.cq, cap=cap, sq_sig_all=1))
+        if send_ops is None:
+            self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
+                                             rcq=self.cq, cap=cap, sq_sig_all=1))
+        else:
+            # An extended QP, for the ibv_wr_* operations in SEND_OPS.
+            qia = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq,
+                               cap=cap, pd=self.pd, sq_sig_all=1,
+                               send_ops_flags=send_ops,
+                               comp_mask=e.IBV_QP_INIT_ATTR_PD |
+                                         e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+            self.qp = QPEx(ctx, qia)
         self.mr = MR(self.pd, mr_size, mr_access)
         self.mr.write(pattern(fill, mr_size), mr_size, 0)
         self.psn = random.randrange(1 << 24)
@@ -597,6 +612,67 @@ def case_atomic_access(ctl, name, how):
         ctl.sync("done")
     end.close()
 
+# The value of the ATOMIC WRITE cases: 8 bytes, stored as they are.
+AW_VALUE = bytes([0x81, 0x72, 0x63, 0x54, 0x45, 0x36, 0x27, 0x18])
+
+def case_atomic_write(ctl, name, how):
+    """An ATOMIC WRITE to an aligned word of VM 1's MR (HOW "ok"), or to an
+    MR that does not grant REMOTE_WRITE (HOW "no-mr-access")."""
+    size = 4096
+    end = End(mr_size=size, fill=0x5c,
+              send_ops=e.IBV_QP_EX_WITH_ATOMIC_WRITE if VM == 2 else None)
+    if VM == 1:
+        ro = MR(end.pd, size, e.IBV_ACCESS_LOCAL_WRITE)
+        ro.write(pattern(0x3d, size), size, 0)
+        end.connect(ctl.xchg(end.info(ro_addr=ro.buf, ro_rkey=ro.rkey)))
+        # The request must not reach the QP before it is in RTS: an error
+        # there moves it to ERR and the move to RTS fails.
+        ctl.sync("connected")
+        ctl.sync("done")
+        shadow = bytearray(pattern(0x5c, size))
+        if how == "ok":
+            shadow[AT_OFF:AT_OFF + 8] = AW_VALUE
+        data = end.mr.read(size, 0)
+        bad = [j for j in range(size) if data[j] != shadow[j]]
+        result(f"{name}-memory", not bad,
+               ("word = " + AW_VALUE.hex() + ", the rest unchanged" if how == "ok"
+                else "the MR holds its fill") if not bad
+               else f"{len(bad)} bytes differ, first at {bad[0]}: word now "
+                    f"{data[AT_OFF:AT_OFF + 8].hex()}")
+        ok = ro.read(size, 0) == pattern(0x3d, size)
+        result(f"{name}-ro-memory-unchanged", ok,
+               "the MR without REMOTE_WRITE holds its fill" if ok else "it changed")
+        expect(f"{name}-responder-state", end.state(), "RTS" if how == "ok" else "ERR")
+        ro.close()
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        ctl.sync("connected")
+        if how == "ok":
+            rkey, raddr = r["rkey"], r["addr"] + AT_OFF
+            want = (1, e.IBV_WC_SUCCESS, e.IBV_WC_ATOMIC_WRITE, 8)
+        else:
+            rkey, raddr = r["ro_rkey"], r["ro_addr"] + AT_OFF
+            want = (1, e.IBV_WC_REM_ACCESS_ERR)
+        qp = end.qp
+        qp.wr_start()
+        qp.wr_id = 1
+        qp.wr_flags = e.IBV_SEND_SIGNALED
+        qp.wr_atomic_write(rkey, raddr, AW_VALUE)
+        qp.wr_complete()
+        wcs = end.poll(1, 30)
+        if how == "ok":
+            got = [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len) for wc in wcs]
+        else:
+            got = statuses(wcs)
+        expect(f"{name}-wc", got, [want])
+        ok = end.mr.read(size, 0) == pattern(0x5c, size)
+        result(f"{name}-local-memory-unchanged", ok,
+               "the requester's MR holds its fill" if ok else "it changed")
+        expect(f"{name}-state", end.state(), "RTS" if how == "ok" else "ERR")
+        ctl.sync("done")
+    end.close()
+
 REPLAY_OPS = 100
 REPLAY_START = 0x7000000000000000
 
@@ -656,6 +732,8 @@ CASES = [
     ("atomic-misaligned", case_atomic_misaligned),
     ("atomic-no-qp-access", lambda c, n: case_atomic_access(c, n, "qp")),
     ("atomic-no-mr-access", lambda c, n: case_atomic_access(c, n, "mr")),
+    ("atomic-write", lambda c, n: case_atomic_write(c, n, "ok")),
+    ("atomic-write-no-mr-access", lambda c, n: case_atomic_write(c, n, "no-mr-access")),
     ("atomic-replay", case_atomic_replay),
 ]
 

@@ -284,6 +284,21 @@ pub(crate) fn atomic(
     Ok(orig)
 }
 
+/// Stores the 8 bytes `value` (as they came on the wire) at `addr` of the
+/// region of `rkey`, for an ATOMIC WRITE (IBTA Vol 1 Annex A19): under the
+/// device's `atomic_ops` lock, so that no CmpSwap or FetchAdd of the device
+/// sees the word half written.
+pub(crate) fn atomic_write(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    rkey: u32,
+    addr: u64,
+    value: [u8; 8],
+) -> Result<(), MemError> {
+    let _guard = dev.atomic_ops.lock();
+    write(dev, pd_id, rkey, true, Need::RemoteWrite, addr, &value)
+}
+
 /// Walks the scatter/gather list `sges` (`count` entries) from byte
 /// `offset` of the message for `len` bytes, calling `f(sge, offset in the
 /// sge, chunk offset, chunk length)` for each piece.

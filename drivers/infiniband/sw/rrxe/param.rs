@@ -80,17 +80,21 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 /// RC_RNR_NAK_GEN: the RC responder answers a SEND without a posted
 /// receive WQE with an RNR NAK (IBTA Vol 1 §9.7.5.2.8).
 ///
+/// ATOMIC_WRITE: RC ATOMIC WRITE requests are sent and executed (IBTA Vol 1
+/// Annex A19).
+///
 /// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
-/// UD_AV_PORT_ENFORCE, MEM_WINDOW(_TYPE_2B), FLUSH_GLOBAL/PERSISTENT and
-/// ATOMIC_WRITE; those are added here together with the path migration,
-/// MW, FLUSH and ATOMIC WRITE support they describe.
+/// UD_AV_PORT_ENFORCE, MEM_WINDOW(_TYPE_2B) and FLUSH_GLOBAL/PERSISTENT;
+/// those are added here together with the path migration, MW and FLUSH
+/// support they describe.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
     .union(DeviceCapFlags::SYS_IMAGE_GUID)
     .union(DeviceCapFlags::SRQ_RESIZE)
     .union(DeviceCapFlags::MEM_MGT_EXTENSIONS)
-    .union(DeviceCapFlags::RC_RNR_NAK_GEN);
+    .union(DeviceCapFlags::RC_RNR_NAK_GEN)
+    .union(DeviceCapFlags::ATOMIC_WRITE);
 
 /// Number of GID table entries of the port.
 pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;

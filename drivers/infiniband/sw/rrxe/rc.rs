@@ -4,8 +4,8 @@
 
 //! The reliable-connection transport (IBTA Vol 1 chapter 9): requester,
 //! completer and responder of a QP, for SEND, SEND with immediate, RDMA
-//! WRITE and RDMA WRITE with immediate, RDMA READ and the atomics CmpSwap
-//! and FetchAdd.
+//! WRITE and RDMA WRITE with immediate, RDMA READ, the atomics CmpSwap
+//! and FetchAdd, and ATOMIC WRITE (IBTA Vol 1 Annex A19).
 //!
 //! All three run with the QP's state lock held and leave the packets they
 //! build on the QP's transmit queue; the caller sends them after dropping
@@ -135,6 +135,8 @@ const WC_RDMA_READ: u32 = 2;
 const WC_COMP_SWAP: u32 = 3;
 /// `IB_WC_FETCH_ADD`.
 const WC_FETCH_ADD: u32 = 4;
+/// `IB_WC_ATOMIC_WRITE`.
+const WC_ATOMIC_WRITE: u32 = 9;
 /// `IB_WC_RECV`.
 pub(crate) const WC_RECV: u32 = 1 << 7;
 /// `IB_WC_RECV_RDMA_WITH_IMM`.
@@ -162,6 +164,8 @@ pub(crate) struct WqeMeta {
     rd_atomic: bool,
     /// An atomic (CmpSwap, FetchAdd).
     atomic: bool,
+    /// An ATOMIC WRITE: completed by its READ response without data.
+    atomic_write: bool,
     /// A local operation (REG_MR, LOCAL_INV), executed when started; it
     /// completes once it is the oldest WQE ([`complete_local_ops`]).
     local: bool,
@@ -473,6 +477,9 @@ enum Work {
     /// One atomic request; the original value comes back in the atomic
     /// acknowledge.
     Atomic,
+    /// One ATOMIC WRITE request carrying the 8-byte value; it is answered
+    /// by a READ response without data (as rdma_rxe).
+    AtomicWrite,
 }
 
 /// Work and completion opcode of a send WR opcode.
@@ -488,6 +495,7 @@ fn kind_of(opcode: u32) -> Option<(Work, u32)> {
         wqe::IB_WR_SEND_WITH_INV => Some((Work::Msg(MessageKind::SendWithInv), WC_SEND)),
         wqe::IB_WR_ATOMIC_CMP_AND_SWP => Some((Work::Atomic, WC_COMP_SWAP)),
         wqe::IB_WR_ATOMIC_FETCH_AND_ADD => Some((Work::Atomic, WC_FETCH_ADD)),
+        wqe::IB_WR_ATOMIC_WRITE => Some((Work::AtomicWrite, WC_ATOMIC_WRITE)),
         _ => None,
     }
 }
@@ -525,10 +533,28 @@ fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, cou
 /// or an atomic), whose responses take `psns` PSNs, and moves to the next
 /// WQE; `false` if it could not be built (the retransmit timer tries again).
 fn queue_request(qp: &Qp<Rrxe>, st: &mut State, bth: &Bth, ext: &ExtHeaders, psns: u32) -> bool {
+    queue_request_with(qp, st, bth, ext, psns, &[])
+}
+
+/// [`queue_request`] for a request carrying `payload` (an ATOMIC WRITE's
+/// value).
+fn queue_request_with(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    bth: &Bth,
+    ext: &ExtHeaders,
+    psns: u32,
+    payload: &[u8],
+) -> bool {
     let Some(tx) = tx_ctx(qp, st) else {
         return false;
     };
-    let built = tx.build(bth, ext, 0, |_| Ok(()));
+    let built = tx.build(bth, ext, payload.len(), |buf| {
+        buf.get_mut(..payload.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(payload);
+        Ok(())
+    });
     let ok = match built {
         Ok(skb) => {
             qp.txq.push_back(skb);
@@ -589,6 +615,34 @@ fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
     queue_request(qp, st, &bth, &ext, 1)
 }
 
+/// Queues the ATOMIC WRITE request of the WQE at `req.next` (IBTA Vol 1
+/// Annex A19): a RETH for the 8 bytes at the remote address and the value
+/// itself, as the provider stored it in the WQE; `false` if it could not be
+/// built.
+fn send_atomic_write_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    let Ok(value) = wqe::send_atomic_write_value(&st.sq_snap) else {
+        return false;
+    };
+    let bth = Bth {
+        opcode: Opcode::RC_ATOMIC_WRITE,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: st.attr.dest_qp_num(),
+        ack_req: true,
+        psn: st.req.psn,
+        ..Bth::default()
+    };
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: w.remote_addr,
+            rkey: w.rkey,
+            // CAST: 8.
+            dma_len: wqe::ATOMIC_WRITE_SIZE as u32,
+        }),
+        ..ExtHeaders::default()
+    };
+    queue_request_with(qp, st, &bth, &ext, 1, &value)
+}
+
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait {
@@ -638,10 +692,16 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     && !(uc
                         && matches!(
                             *work,
-                            Work::Read | Work::Atomic | Work::Msg(MessageKind::SendWithInv)
+                            Work::Read
+                                | Work::Atomic
+                                | Work::AtomicWrite
+                                | Work::Msg(MessageKind::SendWithInv)
                         ))
                     // An atomic reads and writes one aligned 8-byte word.
                     && (*work != Work::Atomic || (w.length >= 8 && w.remote_addr & 7 == 0))
+                    // An ATOMIC WRITE carries exactly its 8-byte value (the
+                    // provider sets the length to 8).
+                    && (*work != Work::AtomicWrite || w.length as usize == wqe::ATOMIC_WRITE_SIZE)
             });
         let Some((w, (work, wc_opcode))) = parsed else {
             // A WQE rxe cannot execute completes in error once it is the oldest.
@@ -663,12 +723,14 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             break;
         };
         let atomic = work == Work::Atomic;
-        let count = if atomic {
+        let atomic_write = work == Work::AtomicWrite;
+        let count = if atomic || atomic_write {
             1
         } else {
             packet_count(w.length, pmtu)
         };
-        let rd_atomic = atomic || work == Work::Read;
+        // An ATOMIC WRITE counts against `max_rd_atomic` like a READ.
+        let rd_atomic = atomic || atomic_write || work == Work::Read;
         if st.req.offset == 0 {
             if sq_before(st, idx, st.req.started_end) {
                 st.req.psn = meta(st, idx).first_psn;
@@ -688,6 +750,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     last_psn: st.req.psn.add(count - 1),
                     rd_atomic,
                     atomic,
+                    atomic_write,
                     send: matches!(
                         work,
                         Work::Msg(
@@ -715,6 +778,12 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         }
         if atomic {
             if !send_atomic_request(qp, st, &w) {
+                break;
+            }
+            continue;
+        }
+        if atomic_write {
+            if !send_atomic_write_request(qp, st, &w) {
                 break;
             }
             continue;
@@ -974,6 +1043,9 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     retire(qp, st, psn.sub(1));
     let idx = st.sq.consumer();
     let m = meta(st, idx);
+    if m.atomic_write && sq_before(st, idx, st.req.started_end) {
+        return on_atomic_write_response(qp, st, pkt, m, sq_sig_all);
+    }
     if !sq_before(st, idx, st.req.started_end)
         || !m.rd_atomic
         || m.atomic
@@ -996,6 +1068,30 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         complete_head(qp, st, WcStatus::Success);
         st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
     }
+    response_progress(qp, st, sq_sig_all);
+}
+
+/// Completer: the READ response that answers the oldest WQE `m`, an ATOMIC
+/// WRITE: one RDMA READ RESPONSE ONLY at the request's PSN, with an AETH
+/// and no data.
+fn on_atomic_write_response(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    pkt: &Packet<'_>,
+    m: WqeMeta,
+    sq_sig_all: bool,
+) {
+    let psn = pkt.bth().psn;
+    let acked = matches!(
+        pkt.ext().aeth.map(|a| a.syndrome()),
+        Some(Ok(Syndrome::Ack { .. }))
+    );
+    if psn != m.first_psn || !pkt.payload().is_empty() || !acked {
+        return;
+    }
+    st.req.comp_psn = psn.next();
+    complete_head(qp, st, WcStatus::Success);
+    st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
     response_progress(qp, st, sq_sig_all);
 }
 
@@ -1120,10 +1216,34 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, orig: u64) {
     queue_ack(qp, st, ack(), psn, Some(AtomicAckEth { orig }));
 }
 
+/// Queues the answer to the ATOMIC WRITE at `psn`: as rdma_rxe, an RDMA
+/// READ RESPONSE ONLY with an ACK AETH and no data.
+fn send_atomic_write_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn) {
+    queue_ack_as(qp, st, Opcode::RC_RDMA_READ_RESPONSE_ONLY, ack(), psn, None);
+}
+
 /// Queues an acknowledge (an atomic acknowledge when `atmack` is given).
 fn queue_ack(
     qp: &Qp<Rrxe>,
     st: &mut State,
+    syndrome: Syndrome,
+    psn: Psn,
+    atmack: Option<AtomicAckEth>,
+) {
+    let opcode = if atmack.is_some() {
+        Opcode::RC_ATOMIC_ACKNOWLEDGE
+    } else {
+        Opcode::RC_ACKNOWLEDGE
+    };
+    queue_ack_as(qp, st, opcode, syndrome, psn, atmack);
+}
+
+/// Queues a response packet `opcode` without payload, carrying an AETH
+/// (and `atmack` when given).
+fn queue_ack_as(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    opcode: Opcode,
     syndrome: Syndrome,
     psn: Psn,
     atmack: Option<AtomicAckEth>,
@@ -1137,11 +1257,7 @@ fn queue_ack(
         return;
     };
     let bth = Bth {
-        opcode: if atmack.is_some() {
-            Opcode::RC_ATOMIC_ACKNOWLEDGE
-        } else {
-            Opcode::RC_ACKNOWLEDGE
-        },
+        opcode,
         pkey: DEFAULT_PKEY,
         dest_qpn,
         psn,
@@ -1595,6 +1711,14 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 }
                 return;
             }
+            if info.operation == Operation::AtomicWrite {
+                // Likewise an ATOMIC WRITE is not stored twice: answered
+                // again while it is remembered, dropped after.
+                if st.resp.atomics.find(psn).is_some() {
+                    send_atomic_write_ack(qp, st, psn);
+                }
+                return;
+            }
             // SEND and WRITE are not executed twice: acknowledge what has
             // been received so far, where the requester asks for it (a
             // retransmitted message of 64 packets gets a few ACKs, not 64).
@@ -1783,6 +1907,39 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             send_atomic_ack(qp, st, psn, orig);
             return;
         }
+        Operation::AtomicWrite => {
+            let Some(reth) = pkt.ext().reth else {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            };
+            // As the C driver: the QP must grant remote write (else an
+            // invalid request), the key and range remote write (else an
+            // access error); then the payload must be exactly the 8 bytes
+            // the RETH names, at an 8-byte aligned address (else an invalid
+            // request).
+            if qp_access & access::REMOTE_WRITE == 0 {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            }
+            let (rkey, va, len) = (reth.rkey, reth.va, reth.dma_len);
+            if mem::check_remote(dev, pd_id, rkey, Need::RemoteWrite, va, len).is_err() {
+                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+            }
+            let Ok(value) = <[u8; wqe::ATOMIC_WRITE_SIZE]>::try_from(payload) else {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            };
+            if reth.dma_len as usize != wqe::ATOMIC_WRITE_SIZE || reth.va & 7 != 0 {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            }
+            if mem::atomic_write(dev, pd_id, reth.rkey, reth.va, value).is_err() {
+                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+            }
+            // Remembered by PSN so that a retransmission is answered, not
+            // stored again (the value saved is unused).
+            st.resp.atomics.record(psn, 0);
+            st.resp.epsn = psn.next();
+            st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+            send_atomic_write_ack(qp, st, psn);
+            return;
+        }
         _ => {
             return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
         }
@@ -1874,6 +2031,7 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
         last_psn: st.req.psn.sub(1),
         rd_atomic: false,
         atomic: false,
+        atomic_write: false,
         local: true,
         failed: result.is_err(),
         send: false,
