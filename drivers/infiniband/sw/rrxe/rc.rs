@@ -509,14 +509,6 @@ const MAX_MSG_SIZE: u32 = 1 << 31;
 fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, count: u32) -> bool {
     let mtu = path_mtu(st).bytes();
     let done = index.saturating_mul(mtu).min(w.length);
-    let bth = Bth {
-        opcode: Opcode::RC_RDMA_READ_REQUEST,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: st.attr.dest_qp_num(),
-        ack_req: true,
-        psn: st.req.psn,
-        ..Bth::default()
-    };
     let ext = ExtHeaders {
         reth: Some(Reth {
             va: w.remote_addr.wrapping_add(u64::from(done)),
@@ -526,30 +518,40 @@ fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, cou
         ..ExtHeaders::default()
     };
     // The responses take the PSNs of the packets still to come.
-    queue_request(qp, st, &bth, &ext, count.saturating_sub(index).max(1))
+    queue_request(
+        qp,
+        st,
+        Opcode::RC_RDMA_READ_REQUEST,
+        &ext,
+        count.saturating_sub(index).max(1),
+        &[],
+    )
 }
 
-/// Queues the one request packet of the WQE at `req.next` (a READ request
-/// or an atomic), whose responses take `psns` PSNs, and moves to the next
+/// Queues the one request packet of the WQE at `req.next` (a READ request,
+/// an atomic or an ATOMIC WRITE with its value as `payload`), asking for an
+/// acknowledge, whose responses take `psns` PSNs, and moves to the next
 /// WQE; `false` if it could not be built (the retransmit timer tries again).
-fn queue_request(qp: &Qp<Rrxe>, st: &mut State, bth: &Bth, ext: &ExtHeaders, psns: u32) -> bool {
-    queue_request_with(qp, st, bth, ext, psns, &[])
-}
-
-/// [`queue_request`] for a request carrying `payload` (an ATOMIC WRITE's
-/// value).
-fn queue_request_with(
+fn queue_request(
     qp: &Qp<Rrxe>,
     st: &mut State,
-    bth: &Bth,
+    opcode: Opcode,
     ext: &ExtHeaders,
     psns: u32,
     payload: &[u8],
 ) -> bool {
+    let bth = Bth {
+        opcode,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: st.attr.dest_qp_num(),
+        ack_req: true,
+        psn: st.req.psn,
+        ..Bth::default()
+    };
     let Some(tx) = tx_ctx(qp, st) else {
         return false;
     };
-    let built = tx.build(bth, ext, payload.len(), |buf| {
+    let built = tx.build(&bth, ext, payload.len(), |buf| {
         buf.get_mut(..payload.len())
             .ok_or(EINVAL)?
             .copy_from_slice(payload);
@@ -600,19 +602,11 @@ fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
             },
         )
     };
-    let bth = Bth {
-        opcode,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: st.attr.dest_qp_num(),
-        ack_req: true,
-        psn: st.req.psn,
-        ..Bth::default()
-    };
     let ext = ExtHeaders {
         atmeth: Some(atmeth),
         ..ExtHeaders::default()
     };
-    queue_request(qp, st, &bth, &ext, 1)
+    queue_request(qp, st, opcode, &ext, 1, &[])
 }
 
 /// Queues the ATOMIC WRITE request of the WQE at `req.next` (IBTA Vol 1
@@ -623,14 +617,6 @@ fn send_atomic_write_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool
     let Ok(value) = wqe::send_atomic_write_value(&st.sq_snap) else {
         return false;
     };
-    let bth = Bth {
-        opcode: Opcode::RC_ATOMIC_WRITE,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: st.attr.dest_qp_num(),
-        ack_req: true,
-        psn: st.req.psn,
-        ..Bth::default()
-    };
     let ext = ExtHeaders {
         reth: Some(Reth {
             va: w.remote_addr,
@@ -640,7 +626,7 @@ fn send_atomic_write_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool
         }),
         ..ExtHeaders::default()
     };
-    queue_request_with(qp, st, &bth, &ext, 1, &value)
+    queue_request(qp, st, Opcode::RC_ATOMIC_WRITE, &ext, 1, &value)
 }
 
 /// Sends what the send queue and the window allow.
