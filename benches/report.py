@@ -98,7 +98,7 @@ def main():
     for case in cases:
         test, size, qps = case
         if test.startswith("lat_"):
-            key, label, digits = "usec_median", f"{test} {size} B latency, µs", 1
+            key, label, digits = "usec_mean", f"{test} {size} B latency, µs", 1
         elif test == "iperf3":
             key, label, digits = "MBps", "iperf3 TCP (link ceiling), MB/s", 1
         else:

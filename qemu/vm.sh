@@ -35,8 +35,9 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# vm_start INDEX SCRIPT ADDR PEER NETDEV_OPTS [EXTRA_APPEND]: boot VM INDEX in
-# the background running SCRIPT; sets VM_PID_<INDEX>.
+# vm_start INDEX SCRIPT ADDR PEER NETDEV [EXTRA_APPEND]: boot VM INDEX in
+# the background running SCRIPT; sets VM_PID_<INDEX>.  NETDEV is the
+# -netdev backend after its id, e.g. "socket,listen=127.0.0.1:PORT".
 vm_start() {
 	local i=$1 script=$2 addr=$3 peer=$4 net=$5 extra=${6:-} dir=$RUN/vm$1 driver
 	# DRIVER1/DRIVER2 give the VMs of a pair different drivers (interop).
@@ -64,7 +65,7 @@ vm_start() {
 		-virtfs "local,path=$GUEST,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=$MODTREE,mount_tag=modules,security_model=none,readonly=on"
 		-virtfs "local,path=$dir,mount_tag=run,security_model=none"
-		-netdev "socket,id=n0,$net"
+		-netdev "${net%%,*},id=n0,${net#*,}"
 		-device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:0$i"
 		-device virtio-rng-pci)
 	echo "${cmd[*]}" >"$dir/qemu-cmdline"
