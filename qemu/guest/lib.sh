@@ -109,6 +109,49 @@ socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).send(b"x")'
 	fi
 }
 
+# listening COMM: an rdma_cm listener of the program COMM exists.
+listening() {
+	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
+}
+
+# tcp_listening PORT: a TCP socket of this VM listens on PORT.
+tcp_listening() { ss -ltnH "sport = :$1" | grep -q LISTEN; }
+
+# output_ok RE CMD...: run CMD and show its output; fail if CMD fails or a
+# line of its output matches the extended regex RE (case-insensitive): for
+# tools that report bad data yet exit 0 (ibv_rc_pingpong -c prints
+# "invalid data", rping -V "data mismatch").
+output_ok() {
+	local re=$1 rc log
+	shift
+	log=$(mktemp)
+	"$@" >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	output_clean "$re" "$log" || rc=1
+	rm -f "$log"
+	return $rc
+}
+
+# wait_ok RE PID LOG: wait for the background command PID, show its output
+# LOG, and fail as output_ok does.
+wait_ok() {
+	local rc
+	wait "$2"
+	rc=$?
+	cat "$3"
+	output_clean "$1" "$3" || rc=1
+	return $rc
+}
+
+# output_clean RE LOG: no line of LOG matches RE (else name the first).
+output_clean() {
+	local bad
+	bad=$(grep -iE -m 1 "$1" "$2") || return 0
+	echo "output reports a failure: $bad"
+	return 1
+}
+
 # client_retry SECONDS CMD...: run a client, rerunning it while it fails only
 # because its server is not listening yet; any other failure is final.
 client_retry() {

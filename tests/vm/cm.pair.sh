@@ -13,11 +13,6 @@
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
-# listening COMM: an rdma_cm listener of the program COMM exists.
-listening() {
-	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
-}
-
 # wait_server PID LOG: give a server whose client is done 30 s to exit
 # (killing it after that), show its output, and return its exit status.
 wait_server() {
@@ -79,7 +74,6 @@ done
 
 # 2. UD and UC ping-pong over the raw verbs (TCP exchange of QPN and GID).
 port=18515
-tcp_listening() { ss -ltnH "sport = :$1" | grep -q LISTEN; }
 cm_pair ud-pingpong 300 "tcp_listening $port" \
 	"ibv_ud_pingpong -d $IBDEV -g $GID -s 1024 -n 200 -p $port" \
 	"ibv_ud_pingpong -d $IBDEV -g $GID -s 1024 -n 200 -p $port $PEER_IP"

@@ -28,40 +28,8 @@ T0=$(date +%s)
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
-# listening COMM: an rdma_cm listener of the program COMM exists.
-listening() {
-	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
-}
-tcp_listening() { ss -ltnH "sport = :$1" | grep -q LISTEN; }
-
-# clean CMD...: run CMD and fail if it fails or its output reports an error
-# or corrupt data (ibv_rc_pingpong -c exits 0 on "invalid data").
-clean() {
-	local rc log
-	log=$(mktemp)
-	"$@" >"$log" 2>&1
-	rc=$?
-	cat "$log"
-	if grep -qiE "completion with error|couldn't|failed|mismatch|invalid data|error" "$log"; then
-		echo "error or corrupt data reported"
-		rc=1
-	fi
-	rm -f "$log"
-	return $rc
-}
-
-# wait_clean PID LOG: wait for the server PID, show LOG, and fail as clean does.
-wait_clean() {
-	local rc
-	wait "$1"
-	rc=$?
-	cat "$2"
-	if grep -qiE "completion with error|couldn't|failed|mismatch|invalid data|error" "$2"; then
-		echo "error or corrupt data reported"
-		rc=1
-	fi
-	return $rc
-}
+# What fails a transfer whose tool exits 0 anyway: an error or corrupt data.
+BAD="completion with error|couldn't|failed|mismatch|invalid data|error"
 
 # run_case SERVER NAME SECS READY SRV CLI: VM SERVER runs the command line
 # SRV (evaluated: it may use $MY_IP and $port) until READY holds, then the
@@ -76,11 +44,11 @@ run_case() {
 		pid=$!
 		retry 60 eval "$ready" || echo "# $name: server not ready after 60 s"
 		barrier "$name" $((secs + 60))
-		check "$name-server" wait_clean "$pid" "$log"
+		check "$name-server" wait_ok "$BAD" "$pid" "$log"
 	else
 		barrier "$name" $((secs + 60))
 		eval "set -- $cli"
-		check "$name-client" client_retry 30 clean timeout "$secs" "$@"
+		check "$name-client" client_retry 30 output_ok "$BAD" timeout "$secs" "$@"
 		echo "# $name: $(($(date +%s) - t)) s"
 	fi
 	# On failure, what the lead needs to tell the driver's fault from the
