@@ -144,6 +144,26 @@ wait_ok() {
 	return $rc
 }
 
+# serve_case RE SERVER NAME SECS READY SRV CLI: VM SERVER runs the command
+# line SRV (evaluated: it may use $MY_IP and $port) until READY holds, then
+# the other VM runs CLI (which may use $PEER_IP and $port); both are bounded
+# by SECS and checked as NAME-server / NAME-client with output_ok RE.
+serve_case() {
+	local re=$1 server=$2 name=$3 secs=$4 ready=$5 srv=$6 cli=$7 pid log
+	if [ "$VM" = "$server" ]; then
+		log=/tmp/$name.server.log
+		eval "timeout $secs $srv" >"$log" 2>&1 &
+		pid=$!
+		retry 60 eval "$ready" || echo "# $name: server not ready after 60 s"
+		barrier "$name" $((secs + 60))
+		check "$name-server" wait_ok "$re" "$pid" "$log"
+	else
+		barrier "$name" $((secs + 60))
+		eval "set -- $cli"
+		check "$name-client" client_retry 30 output_ok "$re" timeout "$secs" "$@"
+	fi
+}
+
 # output_clean RE LOG: no line of LOG matches RE (else name the first).
 output_clean() {
 	local bad

@@ -35,22 +35,10 @@ delta() { echo $(($(cat "$HWC/$2") - $(awk -v n="$2" '$1 == n { print $2 }' "$1"
 # point of the suite, so only corruption is looked for in the output).
 BAD="mismatch|verification failed|invalid data"
 
-# pair NAME SECS READY SRV CLI: VM 1 runs the command line SRV (evaluated:
-# $port, $MY_IP) until READY holds, then VM 2 runs CLI ($port, $PEER_IP).
+# pair NAME SECS READY SRV CLI: VM 1 serves (serve_case), VM 2 is the client.
 port=18700
 pair() {
-	local name=$1 secs=$2 ready=$3 srv=$4 cli=$5 pid
-	if [ "$VM" = 1 ]; then
-		eval "timeout $secs $srv" >"/tmp/$name.log" 2>&1 &
-		pid=$!
-		retry 60 eval "$ready" || echo "# $name: server not ready after 60 s"
-		barrier "$name" $((secs + 60))
-		check "$name-server" wait_ok "$BAD" "$pid" "/tmp/$name.log"
-	else
-		barrier "$name" $((secs + 60))
-		eval "set -- $cli"
-		check "$name-client" client_retry 30 output_ok "$BAD" timeout "$secs" "$@"
-	fi
+	serve_case "$BAD" 1 "$@"
 	port=$((port + 1))
 }
 
