@@ -7,7 +7,7 @@ DRIVER ?= rrxe
 # Drivers the VM suites of `make test` run on.
 DRIVERS ?= rxe rrxe
 
-.PHONY: all host-deps toolchain kernel guest module run test shell bench clean
+.PHONY: all host-deps toolchain kernel guest module run test test-full shell bench clean
 
 all: module
 
@@ -30,8 +30,13 @@ run: host-deps
 	@echo "make run: rping and ibv_rc_pingpong between two VMs on DRIVER=$(DRIVER)$(if $(filter rxe,$(DRIVER)), (the C driver),)"
 	@DRIVER=$(DRIVER) RUN_NAME=main-job qemu/run-pair qemu/main-job.sh qemu/main-job.sh
 
+# make test: the quick level, what CI runs; make test-full: also the long
+# matrices (README "Test plan").
 test: host-deps
 	@DRIVERS="$(DRIVERS)" tests/run
+
+test-full: host-deps
+	@TEST_LEVEL=full DRIVERS="$(DRIVERS)" tests/run
 
 bench: host-deps
 	@benches/run

@@ -12,8 +12,17 @@ QEMU=${QEMU:-qemu-system-x86_64}
 # results folder for this run in $RUN.
 vm_setup() {
 	need_host_tool "$QEMU"
-	KBUILD=$("$RRXE_ROOT/scripts/build-kernel")
-	GUEST=$("$RRXE_ROOT/scripts/build-guest")
+	# Hold the kernel and the guest root for the whole run, so that a build
+	# in another work tree that shares the cache cannot prune them under
+	# the guests (scripts/lib.sh cache_use); build again if one was pruned
+	# between its build and the hold.
+	local tries
+	for tries in 1 2 3; do
+		KBUILD=$("$RRXE_ROOT/scripts/build-kernel")
+		GUEST=$("$RRXE_ROOT/scripts/build-guest")
+		cache_use "$KBUILD" && cache_use "$GUEST" && break
+		[ "$tries" -lt 3 ] || die "the kernel or guest root was pruned three times while being taken"
+	done
 	RUN=$RESULTS/$(date +%Y%m%d-%H%M%S)-$1-$$
 	mkdir -p "$RUN"
 	# rrxe.ko is staged when any VM of the run uses it.
@@ -43,7 +52,7 @@ vm_start() {
 	# DRIVER1/DRIVER2 give the VMs of a pair different drivers (interop).
 	eval "driver=\${DRIVER$i:-\$DRIVER}"
 	mkdir -p "$dir/in" "$dir/out"
-	cp "$RRXE_ROOT/qemu/guest/init" "$RRXE_ROOT/qemu/guest/lib.sh" "$dir/in/"
+	cp "$RRXE_ROOT/qemu/guest/init" "$RRXE_ROOT/qemu/guest/lib.sh" "$RRXE_ROOT/qemu/guest/suites.sh" "$dir/in/"
 	[ -n "$script" ] && cp "$script" "$dir/in/script"
 	# VM_FILES: more host files for the guest, found there under /rrxe/in/.
 	local f

@@ -42,3 +42,43 @@ cache_lock() {
 	exec 9>"$RRXE_CACHE/.lock-$1"
 	flock 9
 }
+
+# cache_use DIR: hold the finished cache entry DIR (a shared lock on its
+# .rrxe-done, kept by this shell and the processes it starts) so that no
+# cache_prune deletes it while they run, and mark it used now.  Fails if
+# DIR was pruned before the hold was taken: build it again then.
+cache_use() {
+	local fd
+	exec {fd}<"$1/.rrxe-done" || return 1
+	flock -s "$fd"
+	[ -f "$1/.rrxe-done" ] || return 1
+	touch "$1/.rrxe-used" 2>/dev/null || true
+}
+
+# cache_prune PREFIX KEEP: after a build of KEEP, delete the older entries
+# PREFIX*, but the most recently used of them (two work trees that differ
+# in an input then do not rebuild each other's entry on every run) and any
+# entry a run holds (cache_use): a running VM never loses its root.  The
+# caller holds the builder's lock (cache_lock), so no other build of this
+# kind is in progress.
+cache_prune() {
+	local prefix=$1 keep=$2 old kept=0
+	# Newest use first (.rrxe-used, else the build's .rrxe-done).
+	for old in $(for old in "$prefix"*; do
+		[ -e "$old" ] || continue
+		echo "$(stat -c %Y "$old/.rrxe-used" 2>/dev/null || stat -c %Y "$old/.rrxe-done" 2>/dev/null || echo 0) $old"
+	done | sort -rn | cut -d' ' -f2-); do
+		[ "$old" = "$keep" ] && continue
+		if [ -f "$old/.rrxe-done" ] && [ $kept -eq 0 ]; then
+			kept=1
+			continue
+		fi
+		if [ ! -f "$old/.rrxe-done" ]; then
+			rm -rf "$old"
+		elif flock -n -x "$old/.rrxe-done" rm -rf "$old"; then
+			step "cache: removed $old"
+		else
+			step "cache: kept $old (in use by a run)"
+		fi
+	done
+}

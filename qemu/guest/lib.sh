@@ -73,10 +73,18 @@ gid_index() {
 }
 
 # retry SECONDS CMD...: rerun CMD until it succeeds (e.g. a client whose
-# server is not listening yet) or SECONDS pass.
+# server is not listening yet) or SECONDS pass.  The pause between tries
+# starts at 0.1 s and doubles up to 1 s: most waits end within a second,
+# and a long one does not rerun a heavy command more than once a second.
 retry() {
-	local deadline=$(($(date +%s) + $1)) rc
+	local deadline=$(($(date +%s) + $1)) rc pause
 	shift
+	for pause in 0.1 0.2 0.4 0.8; do
+		"$@" && return 0
+		rc=$?
+		[ "$(date +%s)" -ge "$deadline" ] && return "$rc"
+		sleep "$pause"
+	done
 	while :; do
 		"$@" && return 0
 		rc=$?
@@ -102,10 +110,10 @@ import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept(); c.recv(1)' "$port"
 	else
-		retry "${2:-120}" python3 -c '
-import socket, sys
-socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).send(b"x")' \
-			"$PEER_IP" "$port" 2>/dev/null
+		# Connect every 0.2 s with bash's own /dev/tcp: a refused try
+		# costs no new Python.
+		timeout "${2:-120}" bash -c 'until echo x 2>/dev/null >"/dev/tcp/$0/$1"; do sleep 0.2; done' \
+			"$PEER_IP" "$port"
 	fi
 }
 
@@ -187,6 +195,6 @@ client_retry() {
 			rm -f "$log"
 			return "$rc"
 		fi
-		sleep 1
+		sleep 0.5
 	done
 }

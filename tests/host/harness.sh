@@ -35,4 +35,62 @@ verdict_case lockdep 1 0 0 '[    3.1] WARNING: possible circular locking depende
 verdict_case sleep-in-atomic 1 0 0 '[    3.1] BUG: sleeping function called from invalid context at mm/slab.c:1'
 verdict_case hung-task 1 0 0 '[  120.0] INFO: task kworker/0:1:42 blocked for more than 60 seconds.'
 verdict_case oops 1 0 0 '[    3.1] Oops: general protection fault, probably for non-canonical address'
+
+# The boots of tests/run (tests/boot.sh): a made-up boot of two suites.
+. "$(dirname "$0")/../boot.sh"
+expect() { # expect NAME WANT GOT
+	if [ "$2" = "$3" ]; then
+		echo "ok boot-$1"
+	else
+		echo "not ok boot-$1 (got '$3', wanted '$2')"
+		failed=1
+	fi
+}
+log=$RUN/boot.log
+rm -rf "$RUN/vm1" "$RUN/vm2"
+mkdir -p "$RUN/vm1/out/a-rrxe-debug" "$RUN/vm2/out/a-rrxe-debug" "$RUN/vm1/out/b-rrxe-debug"
+cat >"$log" <<'LOG'
+== run-pair DRIVER=rrxe|rrxe: x | x (results: /tmp/r)
+[vm1] == suite a-rrxe-debug begin (driver rrxe)
+[vm2] == suite a-rrxe-debug begin (driver rrxe)
+[vm1] ok one
+[vm2] ok two
+[vm2] not ok three
+[vm1] == suite a-rrxe-debug end: status 0 after 12 s
+[vm2] == suite a-rrxe-debug end: status 1 after 40 s
+[vm1] == suite b-rrxe-debug begin (driver rrxe)
+[vm2] == suite b-rrxe-debug begin (driver rrxe)
+[vm1] ok four
+[vm1] == suite b-rrxe-debug end: status 0 after 3 s
+[vm2] ok five
+[vm1] ok dmesg-clean-vm1
+LOG
+echo '[    3.0] rrxe: loaded' >"$RUN/vm1/out/a-rrxe-debug/dmesg.txt"
+echo '[    3.1] BUG: KASAN: slab-out-of-bounds in x' >"$RUN/vm2/out/a-rrxe-debug/dmesg.txt"
+: >"$RUN/vm1/out/b-rrxe-debug/dmesg.txt"
+expect section-a "[vm1] ok one|[vm2] ok two|[vm2] not ok three" \
+	"$(suite_section "$log" a-rrxe-debug | grep ' ok \| not ok ' | paste -sd'|')"
+expect section-b-unended "[vm1] ok four|[vm2] ok five" \
+	"$(suite_section "$log" b-rrxe-debug | grep ' ok ' | paste -sd'|')"
+expect status-a 1 "$(suite_status "$log" a-rrxe-debug; echo $?)"
+expect status-b 0 "$(suite_status "$log" b-rrxe-debug; echo $?)"
+expect seconds-a 40 "$(suite_seconds "$log" a-rrxe-debug)"
+expect verdict-a-report "ok dmesg-clean-vm1|not ok dmesg-clean-vm2" \
+	"$(suite_verdict "$log" "$RUN" a-rrxe-debug 2 | grep -o '^[a-z ]*ok [a-z0-9-]*' | paste -sd'|')"
+expect verdict-b-unended "ok dmesg-clean-vm1|not ok suite-ended-vm2" \
+	"$(suite_verdict "$log" "$RUN" b-rrxe-debug 2 | grep -o '^[a-z ]*ok [a-z0-9-]*' | paste -sd'|')"
+
+# Plans: the levels, DRIVERS, mixed runs, boot order and a boot of its own.
+mkdir -p "$RUN/suites"
+printf '# runs: rrxe@fast rxe@debug\n# full-runs: rxe+rrxe@debug\n# timeout: 60\n' >"$RUN/suites/p.pair.sh"
+printf '# runs: rrxe@debug\n' >"$RUN/suites/o.one.sh"
+printf '# runs: rrxe@debug\n# boot: alone\n' >"$RUN/suites/q.pair.sh"
+plan() { plan_runs "$1" "$2" "$RUN"/suites/*.sh | awk '{ print $1 ":" $4 ":" $8 }' | paste -sd' '; }
+expect plan-quick "debug-pair:vm/p[rxe,debug]:60 debug-pair-q:vm/q[rrxe,debug]:900 debug-one:vm/o[rrxe,debug]:900 fast-pair:vm/p[rrxe,fast]:60" \
+	"$(plan quick "rxe rrxe")"
+expect plan-full-mixed "debug-pair:vm/p[rxe,debug]:60 debug-pair:vm/p[rxe+rrxe,debug]:60" \
+	"$(plan full "rxe rrxe" | tr ' ' '\n' | grep ':vm/p' | grep debug | paste -sd' ')"
+expect plan-drivers "debug-pair:vm/p[rxe,debug]:60" "$(plan full rxe)"
+expect script "run_suite p-rxe-debug rxe rxe 60 p.pair.sh" \
+	"$(plan_runs quick rxe "$RUN"/suites/*.sh | boot_script | grep run_suite)"
 exit $failed

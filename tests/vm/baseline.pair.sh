@@ -2,7 +2,8 @@
 # the RoCEv2 GIDs, RC ping-pong with data validation at three sizes, rping
 # with verification, and a clean teardown.  Both VMs run this script; VM 1
 # serves, VM 2 is the client.
-# drivers: rxe
+# runs:
+# full-runs: rxe@debug
 
 check "link-add-vm$VM" rdma_up
 

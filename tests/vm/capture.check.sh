@@ -1,19 +1,22 @@
 #!/bin/bash
-# tests/vm/capture.check.sh RESULTS_DIR: the host half of the capture suite
+# tests/vm/capture.check.sh DIR: the host half of the capture suite
 # (tests/vm/capture.pair.sh, whose "# host-check:" line has tests/run call
-# this after each run).  Examines the capture VM 1 left in
-# RESULTS_DIR/vm1/out/capture.pcap:
+# this after each run with the run's folder of VM 1, results/<boot>/vm1/out/
+# capture-<driver>-<kernel>).  Examines the capture VM 1 left there as
+# capture.pcap (DIR may also be the results folder of a run-pair of the
+# suite alone, which leaves it in vm1/out/):
 #   capture-nonempty    it holds RoCEv2 packets (UDP to port 4791);
 #   icrc-all-valid      every one carries the ICRC that tests/tools/icrc_check.py
 #                       computes independently (IBTA RoCEv2 Annex A17);
 #   tshark-decodes-all  tshark's RoCEv2 dissector decodes every one of them as
 #                       InfiniBand, none malformed.
-# Run by hand on any run: tests/vm/capture.check.sh results/latest
+# Run by hand on any run: tests/vm/capture.check.sh results/latest/vm1/out/capture-rrxe-debug
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 run=${1:-}
 label=${DRIVER:+-$DRIVER}
-pcap=$run/vm1/out/capture.pcap
+pcap=$run/capture.pcap
+[ -f "$pcap" ] || pcap=$run/vm1/out/capture.pcap
 failed=0
 result() { # result OK NAME [NOTE]
 	if [ "$1" -eq 0 ]; then echo "ok $2$label${3:+ # $3}"; else echo "not ok $2$label${3:+ # $3}"; failed=1; fi

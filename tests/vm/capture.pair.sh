@@ -8,7 +8,8 @@
 # (tests/vm/capture.check.sh) verifies every packet's ICRC with an
 # independent checker (tests/tools/icrc_check.py) and that tshark decodes
 # every packet as InfiniBand (RoCEv2).
-# drivers: rxe rrxe
+# runs: rrxe@debug rxe@fast
+# full-runs: rxe@debug
 # host-check: tests/vm/capture.check.sh
 
 MY_IP6=fd00:4791::$VM
@@ -91,7 +92,7 @@ if [ "$VM" = 1 ]; then
 	wait "$tcpdump_pid"
 	sed 's/^/    tcpdump: /' /tmp/tcpdump.err
 	check capture-no-drops grep -q "^0 packets dropped by kernel" /tmp/tcpdump.err
-	check capture-saved cp /tmp/capture.pcap /rrxe/out/capture.pcap
+	check capture-saved cp /tmp/capture.pcap "${OUT:-/rrxe/out}/capture.pcap"
 fi
 check "link-delete-vm$VM" rdma link delete "$IBDEV"
 finish

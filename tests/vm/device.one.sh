@@ -3,7 +3,8 @@
 # MTU and carrier changes with their async events, the C driver's errors for
 # bad `rdma link add`, removal of the device with its net device, pyverbs'
 # test_device and test_pd, and module unload with a device present.
-# drivers: rxe rrxe
+# runs: rrxe@debug rxe@fast
+# full-runs: rxe@debug
 
 check "link-add" rdma_up
 

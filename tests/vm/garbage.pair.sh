@@ -6,7 +6,8 @@
 # The packets are built with raw IPv4 sockets (so that the IP
 # identification, which the ICRC covers, is known) and ordinary IPv6 UDP
 # sockets (every variant IPv6 field is masked out of the ICRC).
-# drivers: rxe rrxe
+# runs: rrxe@debug
+# full-runs: rxe@debug
 
 N=300
 HWC=/sys/class/infiniband/$IBDEV/ports/1/hw_counters

@@ -13,9 +13,9 @@
 # Measured, host wall time with boot, fast kernel, 2026-12-01: C driver
 # 112 s, rrxe 124 s (38 passed each).  A heavier impairment (25% reordered,
 # 2 ms jitter) took the C driver 583 s, its 64 KiB ping-pong timing out.
-# drivers: rxe rrxe
-# kernels: fast
-# vm-timeout: 1800
+# runs: rrxe@debug
+# full-runs: rxe@fast rrxe@fast
+# timeout: 1800
 
 T0=$(date +%s)
 check "link-add-vm$VM" rdma_up

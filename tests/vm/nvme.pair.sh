@@ -15,7 +15,8 @@
 # reuse.  Teardown: disconnect, configfs removed, the NVMe modules unloaded,
 # the RDMA resources back to their counts from before, the link deleted and
 # the driver unloaded.
-# drivers: rxe rrxe
+# runs: rrxe@debug rxe@fast
+# full-runs: rxe@debug
 
 NQN=nqn.2026-12.io.rrxe:nvme-pair
 PORT=4420

@@ -8,8 +8,7 @@
 # move as it counts them: SENDs completed (rdma_sends) on the sender and
 # receives completed (rdma_recvs) on the receiver.  Last, READs under 2%
 # loss, answered again from the first missing response.
-# drivers: rrxe
-# kernels: fast
+# runs: rrxe@fast
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")

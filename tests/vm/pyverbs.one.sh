@@ -6,9 +6,8 @@
 # so they are never loaded together: rdma_rxe is unloaded before rrxe comes
 # up.  The rrxe run is the only one `make test` makes (it contains the C
 # driver's); with DRIVER=rxe the suite runs the C driver alone.
-# drivers: rrxe
-# kernels: fast
-# vm-timeout: 1800
+# runs: rrxe@fast
+# timeout: 1800
 
 # The modules: every tests/test_*.py but the vendor ones (mlx5, efa, hns,
 # bnxt, mana, hbl, irdma: they skip on anything else) and the CUDA one

@@ -46,7 +46,8 @@
 # The counters (hw_counters, same names on rxe and rrxe) are checked in the
 # case that must move them.
 # VM 1 is the responder, VM 2 the requester.
-# drivers: rxe rrxe
+# runs: rrxe@debug rxe@fast
+# full-runs: rxe@debug
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")

@@ -3,8 +3,7 @@
 # done-when of the RC data-path issue; the C driver's 1 MiB ping-pong is not
 # run: it would add minutes to every CI run).  It runs on the fast kernel:
 # on the debug kernel (KASAN) one round trip takes seconds.
-# drivers: rrxe
-# kernels: fast
+# runs: rrxe@fast
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")

@@ -4,7 +4,8 @@
 # no receive posted), a ping-pong after thousands of malformed packets, and
 # the port counters moving on both sides.  VM 1 serves, VM 2 is the client.
 # The 1 MiB size runs in rc-large (fast kernel).
-# drivers: rxe rrxe
+# runs: rrxe@debug rxe@fast
+# full-runs: rxe@debug
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")

@@ -2,7 +2,8 @@
 # provider, for any DRIVER (rxe or rrxe), in one VM: pyverbs' object-level
 # suites, compared per test with the C driver's outcomes recorded below, the
 # objects listed by `rdma res show`, and no leaked index afterwards.
-# drivers: rxe rrxe
+# runs: rrxe@debug
+# full-runs: rxe@debug
 
 check "link-add" rdma_up
 
