@@ -32,8 +32,9 @@ vm_setup() {
 	ln -sfn "$RUN" "$RESULTS/latest"
 	# One VM run at a time per machine: two TCG guests fill both cores, and
 	# a second run beside them makes ACK timers expire and suites flake.
-	# The lock is held until this script and its guests exit.
-	exec 8>"$RRXE_CACHE/.lock-vm"
+	# The lock is held until this script and its guests exit.  It is the
+	# machine's, not the cache's: runs with another RRXE_CACHE wait too.
+	exec 8>"${RRXE_VM_LOCK:-/var/lock/rrxe-vm.lock}"
 	if ! flock -n 8; then
 		echo "== waiting for another VM run on this machine to end" >&2
 		flock 8
