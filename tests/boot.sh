@@ -53,22 +53,39 @@ plan_runs() {
 boot_script() {
 	echo "# Made by tests/run: the suites of one boot (qemu/guest/suites.sh)."
 	echo "export TEST_LEVEL=${TEST_LEVEL:-quick}"
-	local boot kind kernel label dir d1 d2 secs f
+	local boot kind kernel label dir d1 d2 secs f max=0 lines=
 	while read -r boot kind kernel label dir d1 d2 secs f; do
-		echo "run_suite $dir $d1 $d2 $secs $(basename "$f")"
+		lines+="run_suite $dir $d1 $d2 $secs $(basename "$f")"$'\n'
+		[ "$secs" -le "$max" ] || max=$secs
 	done
+	# A VM waits for its peer at most the longest suite and its reset.
+	echo "SUITE_WAIT=$((max + 900))"
+	printf '%s' "$lines"
 	# The suites' failures are counted per suite; the boot's own status
 	# only says that the list ran to its end.
 	echo "true"
 }
 
-# suite_section LOG DIR: the lines both VMs printed inside suite DIR.
+# suite_section LOG DIR: the lines both VMs printed inside suite DIR.  A
+# VM's section also ends where the VM went on without ending it (the next
+# suite, the end of its list, the harness's verdict on a VM that died).
 suite_section() {
 	awk -v dir="$2" '
 		{ vm = $1 }
-		index($0, "== suite " dir " begin") { on[vm] = 1 }
+		index($0, "== suite " dir " begin") { on[vm] = 1; print; next }
+		on[vm] && (/ == suite [^ ]* begin/ || / script exited with status / ||
+			/^\[vm[0-9]\] (FAIL: |(not )?ok dmesg-clean-vm)/) { on[vm] = 0 }
 		on[vm] { print }
 		index($0, "== suite " dir " end:") { on[vm] = 0 }' "$1"
+}
+
+# serial_section SERIAL DIR: the kernel's messages from the start of suite
+# DIR to the start of the next (its reset, and the wait for the peer that
+# follows it, included), from the guest's markers.
+serial_section() {
+	awk -v m="rrxe-harness: suite $2 begins" '
+		index($0, "rrxe-harness: suite ") && index($0, " begins") { on = index($0, m) > 0 }
+		on' "$1"
 }
 
 # suite_verdict LOG RUN DIR VMS: the harness's own lines for suite DIR of
@@ -81,7 +98,7 @@ suite_verdict() {
 			echo "not ok suite-ended-vm$i # the VM never ended the suite (timeout or crash: see $run/vm$i/serial.log)"
 			continue
 		fi
-		if grep -hE "$REPORT_RE" "$run/vm$i/out/$dir/dmesg.txt" >"$run/vm$i/out/$dir/reports.txt" 2>/dev/null; then
+		if serial_section "$run/vm$i/serial.log" "$dir" | grep -E "$REPORT_RE" >"$run/vm$i/out/$dir/reports.txt"; then
 			echo "not ok dmesg-clean-vm$i # kernel reports while the suite ran ($run/vm$i/out/$dir/reports.txt):"
 			head -n 20 "$run/vm$i/out/$dir/reports.txt" | sed 's/^/    /'
 		else

@@ -2,31 +2,84 @@
 # as a list of `run_suite` lines; qemu/guest/init sources this file (and
 # lib.sh) before that script.  Each suite runs as a fresh bash in its own
 # session, with lib.sh sourced anew, a fresh /tmp, its own output folder
-# /rrxe/out/DIR ($OUT) and its own time limit; afterwards what it started is
-# killed and the VM is put back as it booted (no RDMA links, no RDMA
-# driver loaded, eth0 at MTU 1500 with its default qdisc, no other
-# interfaces), so that the next suite starts as if on a fresh boot.  In a
-# pair both VMs run the same list and meet before each suite.
+# /rrxe/out/DIR ($OUT), its own barrier ports and its own time limit;
+# afterwards what it started is killed and the VM is put back as it booted
+# (no RDMA links or devices, no module loaded that was not loaded at boot,
+# no NVMe-oF target or controller, eth0 up at MTU 1500 with its default
+# qdisc and its global addresses, no other interfaces), checked as
+# `reset-vmN`, so that the next suite starts as if on a fresh boot.  In a
+# pair both VMs run the same list and meet before each suite; a VM whose
+# peer does not come fails the rest of the list at once.
 #
-# The host splits the output at the "== suite" lines, and checks each
-# suite's kernel log ($OUT/dmesg.txt, the messages logged while it ran) for
-# reports on its own.
+# The host splits the output at the "== suite" lines and the serial log at
+# the "rrxe-harness: suite" markers, and checks each suite's part for
+# kernel reports on its own.
 
 SUITE_INDEX=0
 SUITES_FAILED=0
-# eth0's addresses at boot, which every suite starts with.
-SUITE_ADDRS=$(ip -o addr show dev eth0 | awk '{ print $4 }')
+PEER_GONE=
+# The longest a VM may wait for its peer at a suite's start: the longest
+# suite of the boot and its reset (tests/run sets it from the plan).
+SUITE_WAIT=${SUITE_WAIT:-2400}
+# What every suite starts with: eth0's global addresses and the modules
+# loaded at boot (link-scope addresses are the kernel's own).
+SUITE_ADDRS=$(ip -o addr show dev eth0 scope global | awk '{ print $4 }')
+SUITE_MODULES=$(cut -d' ' -f1 /proc/modules)
 
-# suite_reset: what a suite may leave behind, put back.
-suite_reset() {
-	local l
-	for l in $(rdma link show 2>/dev/null | sed -n 's/^link \([^/]*\)\/.*/\1/p' | sort -u); do
-		rdma link delete "$l" || echo "# reset: rdma link delete $l failed"
+# unload_new_modules: unload every module loaded since boot, users first
+# (a pass removes those nothing uses any more).
+unload_new_modules() {
+	local pass m left
+	for pass in 1 2 3 4 5 6 7 8; do
+		left=
+		for m in $(cut -d' ' -f1 /proc/modules); do
+			grep -qxF "$m" <<<"$SUITE_MODULES" && continue
+			left="$left $m"
+			[ "$(awk -v m="$m" '$1 == m { print $3 }' /proc/modules)" = 0 ] || continue
+			timeout 60 rmmod "$m" 2>/dev/null
+		done
+		[ -n "$left" ] || return 0
+		# Some references go at the end of a grace period or work item.
+		sleep 0.5
 	done
+	echo "# reset: still loaded:$left"
+	return 1
+}
+
+# nvmet_down: remove an NVMe-oF target left in configfs (ports' links,
+# namespaces, subsystems, hosts, ports), so its modules can unload.
+nvmet_down() {
+	local c=/sys/kernel/config/nvmet f
+	[ -d "$c" ] || return 0
+	for f in "$c"/ports/*/subsystems/* "$c"/subsystems/*/allowed_hosts/*; do
+		[ -L "$f" ] && rm -f "$f"
+	done
+	for f in "$c"/subsystems/*/namespaces/*; do
+		[ -d "$f" ] || continue
+		echo 0 >"$f/enable" 2>/dev/null
+		rmdir "$f"
+	done
+	for f in "$c"/subsystems/* "$c"/hosts/* "$c"/ports/*; do
+		[ -d "$f" ] && rmdir "$f"
+	done
+	return 0
+}
+
+# suite_reset: put back what a suite may leave behind; fails if the VM is
+# not as it booted afterwards.
+suite_reset() {
+	local l rc=0
+	for l in $(rdma link show 2>/dev/null | sed -n 's/^link \([^/]*\)\/.*/\1/p' | sort -u); do
+		timeout 60 rdma link delete "$l" || echo "# reset: rdma link delete $l failed"
+	done
+	if ls /sys/class/nvme 2>/dev/null | grep -q . && command -v nvme >/dev/null; then
+		timeout 120 nvme disconnect-all
+	fi
+	nvmet_down
 	tc qdisc del dev eth0 root 2>/dev/null
 	ip link set eth0 mtu 1500
-	# eth0's addresses as the harness set them (suites add IPv6 ones).
-	for l in $(ip -o addr show dev eth0 | awk '{ print $4 }'); do
+	ip link set eth0 up
+	for l in $(ip -o addr show dev eth0 scope global | awk '{ print $4 }'); do
 		grep -qxF "$l" <<<"$SUITE_ADDRS" || ip addr del "$l" dev eth0
 	done
 	for l in $SUITE_ADDRS; do
@@ -35,11 +88,17 @@ suite_reset() {
 	for l in $(ip -o link show | sed -n 's/^[0-9]*: \([^:@]*\).*/\1/p'); do
 		case $l in lo | eth0) ;; *) ip link delete "$l" 2>/dev/null ;; esac
 	done
-	for l in rdma_rxe rrxe; do
-		[ -d "/sys/module/$l" ] || continue
-		modprobe -r "$l" || echo "# reset: modprobe -r $l failed"
+	unload_new_modules || rc=1
+	if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+		echo "# reset: RDMA devices left: $(ls /sys/class/infiniband)"
+		rc=1
+	fi
+	for l in $(seq 50); do
+		ip -6 addr show dev eth0 | grep -q tentative || break
+		sleep 0.2
 	done
 	cd / && umount -l /tmp && mount -t tmpfs tmpfs /tmp && cd /tmp
+	return $rc
 }
 
 # run_suite DIR D1 D2 SECONDS FILE: run the suite /rrxe/in/FILE with driver
@@ -52,19 +111,25 @@ run_suite() {
 	[ "$VM" = 2 ] && drv=$d2
 	out=/rrxe/out/$dir
 	mkdir -p "$out"
-	if [ -n "$PEER_IP" ]; then
+	if [ -n "$PEER_IP" ] && [ -z "$PEER_GONE" ]; then
 		# Meet the peer, which may still be in the previous suite.
 		BARRIER_PORT=$((6000 + SUITE_INDEX))
-		barrier "suite-$SUITE_INDEX" $((secs + 600)) ||
-			echo "# $dir: the peer VM did not arrive within $((secs + 600)) s"
+		barrier "suite-$SUITE_INDEX" "$SUITE_WAIT" || PEER_GONE=1
 	fi
-	dmesg -c >"$out/dmesg-before.txt" 2>&1
 	echo "rrxe-harness: suite $dir begins" >/dev/kmsg
 	echo "== suite $dir begin (driver $drv)"
+	if [ -n "$PEER_GONE" ]; then
+		echo "not ok suite-peer-vm$VM # the peer VM did not come to this suite within $SUITE_WAIT s"
+		SUITES_FAILED=$((SUITES_FAILED + 1))
+		echo "== suite $dir end: status 1 after 0 s"
+		return
+	fi
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	# Not a process group leader (no job control here), so setsid makes
-	# the suite's session in place: its pid is the session's id.
-	DRIVER=$drv IBDEV=${drv}0 OUT=$out setsid bash -c '. /rrxe/in/lib.sh; . "$1"' suite "$file" </dev/null &
+	# the suite's session in place: its pid is the session's id.  Its
+	# barriers use ports of their own, 200 a suite from 10200.
+	DRIVER=$drv IBDEV=${drv}0 OUT=$out SUITE_BARRIER_PORT=$((10000 + 200 * SUITE_INDEX)) \
+		setsid bash -c '. /rrxe/in/lib.sh; BARRIER_PORT=$SUITE_BARRIER_PORT; . "$1"' suite "$file" </dev/null &
 	pid=$!
 	(
 		sleep "$secs"
@@ -79,13 +144,14 @@ run_suite() {
 	kill "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
 	pkill -KILL -s "$pid" 2>/dev/null
-	suite_reset >>"$out/reset.log" 2>&1
-	cat "$out/reset.log"
-	echo "rrxe-harness: suite $dir ends" >/dev/kmsg
+	if suite_reset >"$out/reset.log" 2>&1; then
+		echo "ok reset-vm$VM"
+	else
+		cat "$out/reset.log"
+		echo "not ok reset-vm$VM # the VM is not as it booted after the suite"
+		rc=1
+	fi
 	dmesg -c >"$out/dmesg.txt" 2>&1
 	[ "$rc" -eq 0 ] || SUITES_FAILED=$((SUITES_FAILED + 1))
 	echo "== suite $dir end: status $rc after $(awk -v t0="$t0" '{ printf "%d", $1 - t0 }' /proc/uptime) s"
 }
-
-# The boot's exit status: non-zero when any suite failed.
-suites_done() { [ "$SUITES_FAILED" -eq 0 ]; }

@@ -63,11 +63,15 @@ cat >"$log" <<'LOG'
 [vm1] ok four
 [vm1] == suite b-rrxe-debug end: status 0 after 3 s
 [vm2] ok five
+[vm1] vm1: script exited with status 0 after 80s
+[vm2] not ok dmesg-clean-vm2
 [vm1] ok dmesg-clean-vm1
 LOG
-echo '[    3.0] rrxe: loaded' >"$RUN/vm1/out/a-rrxe-debug/dmesg.txt"
-echo '[    3.1] BUG: KASAN: slab-out-of-bounds in x' >"$RUN/vm2/out/a-rrxe-debug/dmesg.txt"
-: >"$RUN/vm1/out/b-rrxe-debug/dmesg.txt"
+printf '%s\n' '[    1.0] Linux version 7.2' '[    2.0] rrxe-harness: suite a-rrxe-debug begins' \
+	'[    3.0] rrxe: loaded' '[    9.0] rrxe-harness: suite b-rrxe-debug begins' >"$RUN/vm1/serial.log"
+printf '%s\n' '[    1.0] Linux version 7.2' '[    2.0] rrxe-harness: suite a-rrxe-debug begins' \
+	'[    3.0] rrxe: loaded' '[    8.0] BUG: KASAN: slab-out-of-bounds in x' \
+	'[    9.0] rrxe-harness: suite b-rrxe-debug begins' '[   10.0] Kernel panic - not syncing' >"$RUN/vm2/serial.log"
 expect section-a "[vm1] ok one|[vm2] ok two|[vm2] not ok three" \
 	"$(suite_section "$log" a-rrxe-debug | grep ' ok \| not ok ' | paste -sd'|')"
 expect section-b-unended "[vm1] ok four|[vm2] ok five" \
@@ -77,6 +81,8 @@ expect status-b 0 "$(suite_status "$log" b-rrxe-debug; echo $?)"
 expect seconds-a 40 "$(suite_seconds "$log" a-rrxe-debug)"
 expect verdict-a-report "ok dmesg-clean-vm1|not ok dmesg-clean-vm2" \
 	"$(suite_verdict "$log" "$RUN" a-rrxe-debug 2 | grep -o '^[a-z ]*ok [a-z0-9-]*' | paste -sd'|')"
+expect section-ends-with-the-list "[vm2] == suite b-rrxe-debug begin (driver rrxe)|[vm2] ok five" \
+	"$(suite_section "$log" b-rrxe-debug | grep '^\[vm2\]' | paste -sd'|')"
 expect verdict-b-unended "ok dmesg-clean-vm1|not ok suite-ended-vm2" \
 	"$(suite_verdict "$log" "$RUN" b-rrxe-debug 2 | grep -o '^[a-z ]*ok [a-z0-9-]*' | paste -sd'|')"
 

@@ -120,7 +120,7 @@ pyverbs_on() {
 		python3 /tmp/pyverbs_run.py "/tmp/pyverbs.$DRIVER" "$IBDEV" "$gid" /tmp/pyverbs-ids) || rc=1
 	echo "# $DRIVER: $(wc -l <"/tmp/pyverbs.$DRIVER") tests in $(($(date +%s) - t0)) s;" \
 		"seconds per module:" $(cat "/tmp/pyverbs.$DRIVER.times")
-	cp "/tmp/pyverbs.$DRIVER" "/tmp/pyverbs.$DRIVER.log" /rrxe/out/ 2>/dev/null
+	cp "/tmp/pyverbs.$DRIVER" "/tmp/pyverbs.$DRIVER.log" "${OUT:-/rrxe/out}/" 2>/dev/null
 	rdma link delete "$IBDEV" || rc=1
 	modprobe -r "$mod" || rc=1
 	return $rc
