@@ -77,19 +77,14 @@ gid_index() {
 # starts at 0.1 s and doubles up to 1 s: most waits end within a second,
 # and a long one does not rerun a heavy command more than once a second.
 retry() {
-	local deadline=$(($(date +%s) + $1)) rc pause
+	local deadline=$(($(date +%s) + $1)) rc pause=0.1
 	shift
-	for pause in 0.1 0.2 0.4 0.8; do
-		"$@" && return 0
-		rc=$?
-		[ "$(date +%s)" -ge "$deadline" ] && return "$rc"
-		sleep "$pause"
-	done
 	while :; do
 		"$@" && return 0
 		rc=$?
 		[ "$(date +%s)" -ge "$deadline" ] && return "$rc"
-		sleep 1
+		sleep "$pause"
+		case $pause in 0.1) pause=0.2 ;; 0.2) pause=0.4 ;; 0.4) pause=0.8 ;; *) pause=1 ;; esac
 	done
 }
 
