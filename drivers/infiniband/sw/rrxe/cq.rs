@@ -68,6 +68,10 @@ struct Inner {
     ring: Ring,
     /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP`.
     notify: u32,
+    /// An overrun was reported and no completion fitted since: a user who
+    /// keeps its CQ full gets one message and one `IB_EVENT_CQ_ERR`, not
+    /// one per lost completion (the C driver rate-limits the message).
+    overrun: bool,
 }
 
 /// State of a completion queue.
@@ -168,6 +172,7 @@ impl RrxeCq {
             producer: 0,
             ring,
             notify: 0,
+            overrun: false,
         };
         let init = try_pin_init!(Self {
             inner <- crate::rdma::lock::new_spinlock_irq!(inner, "RrxeCq::inner"),
@@ -250,11 +255,16 @@ impl RrxeCq {
     pub(crate) fn post(cq: &Cq<Rrxe>, wc: &Wc, solicited: bool) -> Result {
         let mut inner = cq.inner.lock();
         if let Err(e) = inner.push(wc) {
+            let first = !inner.overrun;
+            inner.overrun = true;
             drop(inner);
-            pr_err!("rrxe: CQ overrun\n");
-            cq.report_overrun();
+            if first {
+                pr_err!("rrxe: CQ overrun\n");
+                cq.report_overrun();
+            }
             return Err(e);
         }
+        inner.overrun = false;
         let fire = inner.notify & NotifyFlags::NEXT_COMP != 0
             || (inner.notify & NotifyFlags::SOLICITED != 0 && solicited);
         if fire {

@@ -67,12 +67,20 @@ pub(crate) enum Counter {
     RcvdDropBadIcrc,
     /// Destination QPN 0, or no such QP.
     RcvdDropBadQpn,
+    /// Opcode of another service than the destination QP's (the C
+    /// driver's `check_type_state`).
+    RcvdDropBadTransport,
+    /// P_Key not matching the port's only P_Key, 0xffff (also counted in
+    /// the port's `bad_pkey_cntr`, as the C driver's `check_keys`).
+    RcvdDropBadPkey,
+    /// UD: Q_Key not the QP's (also in the port's `qkey_viol_cntr`).
+    RcvdDropBadQkey,
     /// Other reasons: unsupported IP header, no memory to linearize.
     RcvdDropOther,
 }
 
 /// Number of counters.
-pub(crate) const NUM: usize = 25;
+pub(crate) const NUM: usize = 28;
 
 /// Counter names, indexed by [`Counter`].
 pub(crate) const DESCS: &[StatDesc; NUM] = &[
@@ -100,6 +108,9 @@ pub(crate) const DESCS: &[StatDesc; NUM] = &[
     StatDesc::new(c"rcvd_drop_bad_dgid"),
     StatDesc::new(c"rcvd_drop_bad_icrc"),
     StatDesc::new(c"rcvd_drop_bad_qpn"),
+    StatDesc::new(c"rcvd_drop_bad_transport"),
+    StatDesc::new(c"rcvd_drop_bad_pkey"),
+    StatDesc::new(c"rcvd_drop_bad_qkey"),
     StatDesc::new(c"rcvd_drop_other"),
 ];
 
@@ -121,6 +132,12 @@ impl Counters {
     /// Adds one to counter `c`.
     pub(crate) fn inc(&self, c: Counter) {
         self.add(c, 1);
+    }
+
+    /// The value of counter `c`.
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        // CAST: the discriminants are the indices `0..NUM`.
+        self.0[c as usize].load(Relaxed)
     }
 
     /// Copies the counters to `values` and returns how many were copied.

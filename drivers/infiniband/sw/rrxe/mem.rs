@@ -69,6 +69,8 @@ pub(crate) enum MemError {
     Range,
     /// The scatter/gather list is shorter than the data.
     Length,
+    /// An atomic's word is not 8-byte aligned in memory.
+    Misaligned,
 }
 
 /// Which permission an access needs.
@@ -253,6 +255,30 @@ pub(crate) fn read(
     }
 }
 
+/// Checks that the atomic word at `addr` of the region of `rkey` is 8-byte
+/// aligned in memory, not only in the iova: a user MR registered with
+/// `ibv_reg_mr_iova` may place an aligned iova on an unaligned address (the
+/// C driver checks the page offset, `RESPST_ERR_MISALIGNED_ATOMIC`). DMA
+/// and fast-register regions map the iova onto memory page by page.
+fn check_word_aligned(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    rkey: u32,
+    need: Need,
+    addr: u64,
+) -> Result<(), MemError> {
+    let mr = region(dev, pd_id, rkey, true, need, addr, 8)?;
+    let at = match &mr.mapping {
+        Mapping::User(umem) => umem.offset().wrapping_add(offset_in(&mr, addr)?),
+        // CAST: only the low bits matter.
+        _ => addr as usize,
+    };
+    if addr & 7 != 0 || at & 7 != 0 {
+        return Err(MemError::Misaligned);
+    }
+    Ok(())
+}
+
 /// Executes an atomic operation on the 8-byte word at `addr` of the region
 /// of `rkey` (IBTA Vol 1 §9.4.5): reads it, stores `op(value)` when that is
 /// `Some`, and returns the value read. The word is in host byte order, as
@@ -266,6 +292,7 @@ pub(crate) fn atomic(
     addr: u64,
     op: impl FnOnce(u64) -> Option<u64>,
 ) -> Result<u64, MemError> {
+    check_word_aligned(dev, pd_id, rkey, Need::RemoteAtomic, addr)?;
     let mut word = [0u8; 8];
     let _guard = dev.atomic_ops.lock();
     read(dev, pd_id, rkey, true, Need::RemoteAtomic, addr, &mut word)?;
@@ -295,6 +322,7 @@ pub(crate) fn atomic_write(
     addr: u64,
     value: [u8; 8],
 ) -> Result<(), MemError> {
+    check_word_aligned(dev, pd_id, rkey, Need::RemoteWrite, addr)?;
     let _guard = dev.atomic_ops.lock();
     write(dev, pd_id, rkey, true, Need::RemoteWrite, addr, &value)
 }

@@ -109,6 +109,11 @@ const CREATE_QP_RESP_SIZE: usize = 32;
 /// most `max_rd_atomic` READs and a window of packets outstanding).
 const MAX_HELD: usize = 512;
 
+/// Most WQEs one run of a requester or of a flush handles with interrupts
+/// off; the QP's kick continues past it (the C driver's tasks stop after
+/// `RXE_MAX_ITERATIONS`, 1024, and reschedule, in process context).
+pub(crate) const MAX_WQES_PER_RUN: u32 = 256;
+
 /// A work queue's slots.
 pub(crate) enum Ring {
     /// Shared with user space: user space owns the producer index.
@@ -275,10 +280,10 @@ impl Wq {
         Ok(())
     }
 
-    /// The wr_id of the WQE at the consumer index, if any. Both
-    /// `struct rxe_send_wqe` and `struct rxe_recv_wqe` start with it.
-    fn head(&self) -> Option<u64> {
-        if self.geo.is_empty(self.producer(), self.consumer) {
+    /// The `wr_id` of the WQE at the consumer index, if it comes before
+    /// `producer` (a snapshot of the producer index).
+    fn head_before(&self, producer: u32) -> Option<u64> {
+        if self.geo.is_empty(producer, self.consumer) {
             return None;
         }
         let mut b = [0u8; 8];
@@ -722,14 +727,28 @@ impl RrxeQp {
         if let Some(wr_id) = st.resp.take_srq_recv() {
             let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false);
         }
-        while let Some(wr_id) = st.sq.head() {
+        // Both producer indices are read once (user space may move them
+        // all the time), and one call flushes a bounded number of WQEs
+        // with interrupts off; the QP's kick flushes the rest.
+        let mut budget = MAX_WQES_PER_RUN;
+        let producer = st.sq.producer();
+        while let Some(wr_id) = st.sq.head_before(producer) {
+            if budget == 0 {
+                return qp.kick();
+            }
+            budget -= 1;
             if RrxeCq::post(qp.send_cq(), &flush_wc(qp, wr_id, 0), false).is_err() {
                 break;
             }
             st.sq.advance();
         }
         if let Some(rq) = &mut st.rq {
-            while let Some(wr_id) = rq.head() {
+            let producer = rq.producer();
+            while let Some(wr_id) = rq.head_before(producer) {
+                if budget == 0 {
+                    return qp.kick();
+                }
+                budget -= 1;
                 if RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false).is_err() {
                     break;
                 }
@@ -902,8 +921,15 @@ impl RrxeQp {
     /// The QP's kick ([`Qp::kick`]), in softirq with interrupts enabled:
     /// resolves the route of the AH a UD WQE waits for, continues the READ
     /// responses and held requests of a connected QP, runs the requester
-    /// and sends what is queued. Also run when transmit credit comes back.
+    /// and sends what is queued; in ERR, goes on flushing. Also run when
+    /// transmit credit comes back.
     pub(crate) fn kick(qp: &Qp<Rrxe>) {
+        {
+            let mut st = qp.state.lock();
+            if st.attr.qp_state() == qp_state::ERR {
+                Self::flush(qp, &mut st);
+            }
+        }
         if matches!(qp.qp_type(), qp_type::RC | qp_type::UC) {
             Self::prepare_tx(qp);
             {
@@ -932,7 +958,8 @@ impl RrxeQp {
                 }
                 num
             };
-            if let Some(ah) = ah_num.and_then(|n| qp.device().lookup_ah(n)) {
+            let ah = ah_num.and_then(|n| qp.device().lookup_ah(n));
+            if let Some(ah) = ah.filter(|ah| ah.pd_id() == qp.pd_id()) {
                 super::ah::RrxeAh::resolve(&ah);
             }
             Self::run_send(qp, &mut qp.state.lock());

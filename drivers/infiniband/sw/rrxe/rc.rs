@@ -1337,6 +1337,15 @@ fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     }
 }
 
+/// The RNR NAK of the QP's `min_rnr_timer`, of which the AETH carries the
+/// low five bits (as the C driver sends it; a larger value stored by
+/// `modify_qp` would otherwise make no NAK at all).
+fn rnr_nak(st: &State) -> Syndrome {
+    Syndrome::RnrNak {
+        timer: st.attr.min_rnr_timer() & 0x1f,
+    }
+}
+
 /// A fatal responder error: NAK, complete the held receive WQE with
 /// `status` and move the QP to ERR.
 fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStatus>, psn: Psn) {
@@ -1359,6 +1368,10 @@ fn start_read(
     reth: &Reth,
     msn: u32,
 ) -> Result<u32, NakCode> {
+    // IBTA C9-94; also keeps the responses' PSN span below 2^23 at MTU 256.
+    if !rc::dma_len_ok(reth.dma_len) {
+        return Err(NakCode::InvalidRequest);
+    }
     if reth.dma_len > 0 {
         mem::check_remote(
             qp.device(),
@@ -1572,7 +1585,10 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             let Some(r) = st.resp.recv else {
                 return uc_drop(st, psn);
             };
-            if let Err(e) = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload) {
+            let placed = rc::message_len_after(r.offset, plen).ok_or(MemError::Length);
+            if let Err(e) = placed.and_then(|_| {
+                mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload)
+            }) {
                 let status = match e {
                     MemError::Length => WcStatus::LocLenErr,
                     _ => WcStatus::LocProtErr,
@@ -1581,7 +1597,7 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 complete_recv(qp, st, w, false);
                 return uc_drop(st, psn);
             }
-            let placed = r.offset + plen;
+            let placed = placed.unwrap_or(0);
             if let Some(rr) = &mut st.resp.recv {
                 rr.offset = placed;
             }
@@ -1598,6 +1614,15 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 let Some(reth) = pkt.ext().reth else {
                     return uc_drop(st, psn);
                 };
+                // The whole range is checked before anything is placed, as
+                // the C driver's `check_rkey` does (C9-94: at most 2^31).
+                if !rc::dma_len_ok(reth.dma_len)
+                    || (reth.dma_len > 0
+                        && mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteWrite, reth.va, reth.dma_len)
+                            .is_err())
+                {
+                    return uc_drop(st, psn);
+                }
                 st.resp.write_va = reth.va;
                 st.resp.write_rkey = reth.rkey;
                 st.resp.write_resid = reth.dma_len;
@@ -1676,14 +1701,12 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 // The responses were lost: read the memory again (a READ
                 // has no side effect to repeat).
                 if let Some(reth) = pkt.ext().reth {
-                    match st.resp.find_read(psn) {
-                        Some(orig) => replay_read(qp, st, orig, psn, &reth),
-                        None => {
-                            // Too old to be remembered: answered as a READ
-                            // of its own.
-                            let msn = st.resp.msn.wrapping_add(1) & crate::proto::aeth::MSN_MASK;
-                            let _ = start_read(qp, st, psn, &reth, msn);
-                        }
+                    // A READ too old to be remembered is dropped, as the C
+                    // driver does (§9.9.3, class D): answering it as a new
+                    // READ would skip the QP's access, sequence and length
+                    // checks, and the requester retries or times out anyway.
+                    if let Some(orig) = st.resp.find_read(psn) {
+                        replay_read(qp, st, orig, psn, &reth);
                     }
                 }
                 return;
@@ -1749,8 +1772,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                     None => {
                         // Receiver not ready: the requester retries after the timer.
                         counters.inc(Counter::SendRnrErr);
-                        let timer = st.attr.min_rnr_timer();
-                        send_ack(qp, st, Syndrome::RnrNak { timer }, psn);
+                        send_ack(qp, st, rnr_nak(st), psn);
                         return;
                     }
                     Some(Err(())) => {
@@ -1762,14 +1784,17 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             let Some(r) = st.resp.recv else {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             };
-            if let Err(e) = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload) {
+            let placed = rc::message_len_after(r.offset, plen).ok_or(MemError::Length);
+            if let Err(e) = placed.and_then(|_| {
+                mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload)
+            }) {
                 let (code, status) = match e {
                     MemError::Length => (NakCode::InvalidRequest, WcStatus::LocLenErr),
                     _ => (NakCode::RemoteOperationalError, WcStatus::LocProtErr),
                 };
                 return resp_fail(qp, st, code, Some(status), psn);
             }
-            let placed = r.offset + plen;
+            let placed = placed.unwrap_or(0);
             if let Some(rr) = &mut st.resp.recv {
                 rr.offset = placed;
             }
@@ -1798,8 +1823,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 match take_recv(qp, st) {
                     None => {
                         counters.inc(Counter::SendRnrErr);
-                        let timer = st.attr.min_rnr_timer();
-                        send_ack(qp, st, Syndrome::RnrNak { timer }, psn);
+                        send_ack(qp, st, rnr_nak(st), psn);
                         return;
                     }
                     Some(Err(())) => {
@@ -1812,6 +1836,20 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 let Some(reth) = pkt.ext().reth else {
                     return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
                 };
+                // IBTA C9-94: a DMA length above 2^31 is an invalid request
+                // (as the C driver's `check_length`).
+                if !rc::dma_len_ok(reth.dma_len) {
+                    return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+                }
+                // The whole range is checked before anything is placed, as
+                // the C driver's `check_rkey` does: a WRITE past the end of
+                // its MR places nothing.
+                if reth.dma_len > 0
+                    && mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteWrite, reth.va, reth.dma_len)
+                        .is_err()
+                {
+                    return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+                }
                 st.resp.write_va = reth.va;
                 st.resp.write_rkey = reth.rkey;
                 st.resp.write_resid = reth.dma_len;
@@ -1885,6 +1923,9 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             });
             let orig = match result {
                 Ok(orig) => orig,
+                Err(MemError::Misaligned) => {
+                    return resp_fail(qp, st, NakCode::InvalidRequest, None, psn)
+                }
                 Err(_) => return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn),
             };
             st.resp.atomics.record(psn, orig);
@@ -1915,8 +1956,12 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             if reth.dma_len as usize != wqe::ATOMIC_WRITE_SIZE || reth.va & 7 != 0 {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
-            if mem::atomic_write(dev, pd_id, reth.rkey, reth.va, value).is_err() {
-                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+            match mem::atomic_write(dev, pd_id, reth.rkey, reth.va, value) {
+                Ok(()) => {}
+                Err(MemError::Misaligned) => {
+                    return resp_fail(qp, st, NakCode::InvalidRequest, None, psn)
+                }
+                Err(_) => return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn),
             }
             // Remembered by PSN so that a retransmission is answered, not
             // stored again (the value saved is unused).

@@ -16,8 +16,10 @@
 //!    on opcodes that carry none;
 //! 4. the destination address is a GID of the port (or multicast);
 //! 5. the ICRC;
-//! 6. the destination QP exists (`Device::lookup_qp`, which takes a
-//!    reference that keeps the QP alive while the packet is handled).
+//! 6. the P_Key is the port's (0xffff, or 0x7fff);
+//! 7. the destination QP exists (`Device::lookup_qp`, which takes a
+//!    reference that keeps the QP alive while the packet is handled);
+//! 8. the opcode is of the QP's service (RC, UC, or UD for UD and GSI).
 //!
 //! Only then is the packet counted in `rcvd_pkts` and `rcvd_bytes` (the IP
 //! packet length, as the C driver counts it) and handed to the QP.
@@ -38,8 +40,12 @@ use crate::{
     },
     proto::{
         self,
-        bth::MULTICAST_QPN,
+        bth::{
+            pkey_matches_default,
+            MULTICAST_QPN, //
+        },
         icrc::UDP_HDR_LEN,
+        opcode::Transport,
         packet::parse_packet, //
     },
     rdma::{
@@ -137,7 +143,12 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     check_dgid(dev, ndev, skb.protocol(), ip)?;
     pkt.verify_icrc(&KernelCrc32, ip, udp)
         .map_err(drop_reason)?;
+    if !pkey_matches_default(pkt.bth().pkey) {
+        return Err(Counter::RcvdDropBadPkey);
+    }
     if pkt.bth().dest_qpn == MULTICAST_QPN {
+        // Only UD QPs join groups.
+        check_transport(qp_type::UD, pkt.info().transport)?;
         // One copy for every attached UD QP.
         let mut dgid = [0u8; 16];
         match skb.protocol() {
@@ -170,6 +181,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     let Some(qp) = dev.lookup_qp(pkt.bth().dest_qpn) else {
         return Err(Counter::RcvdDropBadQpn);
     };
+    check_transport(qp.qp_type(), pkt.info().transport)?;
 
     dev.counters.inc(Counter::RcvdPkts);
     // CAST: lengths of one IP packet fit in a `u64`.
@@ -179,6 +191,23 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
         RrxeQp::hold(&qp, skb);
     }
     Ok(())
+}
+
+/// Checks that a packet's opcode belongs to the service of its
+/// destination QP (the C driver's `check_type_state`): an RC QP takes only
+/// RC opcodes, UC only UC, UD and GSI only UD.
+fn check_transport(ty: u32, transport: Transport) -> Result<(), Counter> {
+    let ok = match ty {
+        qp_type::RC => transport == Transport::Rc,
+        qp_type::UC => transport == Transport::Uc,
+        qp_type::UD | qp_type::GSI => transport == Transport::Ud,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Counter::RcvdDropBadTransport)
+    }
 }
 
 /// The source address of the IP header `ip` as a GID (IPv4-mapped for

@@ -57,7 +57,10 @@ use super::{
     cq::RrxeCq,
     hw_counters::Counter,
     mem,
-    qp::State,
+    qp::{
+        State,
+        MAX_WQES_PER_RUN, //
+    },
     rc::wc,
     srq::RrxeSrq,
     verbs::Rrxe, //
@@ -113,11 +116,22 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     let dev = qp.device();
     let pd_id = qp.pd_id();
     let max = mtu(qp);
+    // The user may move its producer index at any time: it is read once,
+    // and one run does at most a bounded number of WQEs with interrupts
+    // off (WQEs that fail use no transmit credit, so credit alone does not
+    // bound it); the QP's kick, in process context, does the rest.
+    let producer = st.sq.producer();
+    let mut budget = MAX_WQES_PER_RUN;
     loop {
         let idx = st.sq.consumer();
-        if st.sq.geo.is_empty(st.sq.producer(), idx) {
+        if st.sq.geo.is_empty(producer, idx) {
             break;
         }
+        if budget == 0 {
+            qp.kick();
+            break;
+        }
+        budget -= 1;
         // Resumed from the QP's kick when transmit credit comes back.
         if !super::tx::tx_room(qp) {
             break;
@@ -150,7 +164,9 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocLenErr, 0, true);
             continue;
         }
-        let Some(ah) = dev.lookup_ah(w.ah_num) else {
+        // An AH of another PD (another process's, or the kernel's) is never
+        // used: as the C driver's `rxe_get_av`, the WQE fails.
+        let Some(ah) = dev.lookup_ah(w.ah_num).filter(|ah| ah.pd_id() == qp.pd_id()) else {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
             continue;
         };
@@ -259,6 +275,7 @@ pub(crate) fn on_request(
     };
     // GSI traffic must carry the well-known Q_Key; others the QP's.
     if deth.qkey != st.attr.qkey() {
+        qp.device().counters.inc(Counter::RcvdDropBadQkey);
         return;
     }
     let dev = qp.device();

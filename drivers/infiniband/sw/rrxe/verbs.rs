@@ -64,7 +64,10 @@ use super::{
     ah::RrxeAh,
     cq::RrxeCq,
     device::RrxeDev,
-    hw_counters,
+    hw_counters::{
+        self,
+        Counter, //
+    },
     mr::RrxeMr,
     param, //
     qp::RrxeQp,
@@ -123,6 +126,10 @@ impl Driver for Rrxe {
         let (speed, width) = dev.eth_speed(port)?;
         attr.active_speed = speed;
         attr.active_width = width;
+        // 16-bit counters that stop at their maximum (IBTA Vol 1 §14.2.5.6).
+        let saturated = |c| u32::try_from(dev.counters.get(c).min(0xffff)).unwrap_or(0xffff);
+        attr.bad_pkey_cntr = saturated(Counter::RcvdDropBadPkey);
+        attr.qkey_viol_cntr = saturated(Counter::RcvdDropBadQkey);
         attr.state = device::port_state_of(&ndev);
         attr.phys_state = if attr.state == PortState::Active {
             PhysState::LinkUp

@@ -27,6 +27,14 @@ use super::wire::{check_len, Reader, Writer};
 pub const BTH_TVER: u8 = 0;
 /// The default (full membership) partition key.
 pub const DEFAULT_PKEY: u16 = 0xffff;
+
+/// Whether a received P_Key matches the port's only P_Key, the full-member
+/// [`DEFAULT_PKEY`] (IBTA Vol 1 §10.9.3: the low 15 bits equal, and one of
+/// the two a full member, which the port's key always is). 0x0000 and
+/// 0x8000 are invalid keys and match nothing.
+pub const fn pkey_matches_default(pkey: u16) -> bool {
+    pkey & 0x7fff == DEFAULT_PKEY & 0x7fff
+}
 /// Mask of the 24-bit QPN fields (BTH DestQP, DETH SrcQP).
 pub const QPN_MASK: u32 = 0x00ff_ffff;
 /// The multicast destination QPN, `0xff_ffff` (UD only).
@@ -148,6 +156,17 @@ impl Bth {
 pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn pkeys() {
+        assert!(pkey_matches_default(0xffff));
+        // A limited member matches the port's full-member key.
+        assert!(pkey_matches_default(0x7fff));
+        assert!(!pkey_matches_default(0x0000));
+        assert!(!pkey_matches_default(0x8000));
+        assert!(!pkey_matches_default(0xfffe));
+        assert!(!pkey_matches_default(0x1234));
+    }
 
     #[test]
     fn known_bytes() {

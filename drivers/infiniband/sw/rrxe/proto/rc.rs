@@ -85,6 +85,26 @@ pub const fn payload_len_ok(position: Position, len: u32, mtu: u32) -> bool {
     }
 }
 
+/// The longest message (IBTA Vol 1 C9-94 for the RETH DMA length; the
+/// port's `max_msg_sz`).
+pub const MAX_MSG_LEN: u32 = 1 << 31;
+
+/// Whether a RETH DMA length is allowed (C9-94; the C driver's
+/// `check_length` refuses more than 2^31 with an Invalid Request NAK).
+pub const fn dma_len_ok(len: u32) -> bool {
+    len <= MAX_MSG_LEN
+}
+
+/// The length of a SEND message after a packet of `plen` bytes, `offset`
+/// bytes having been placed before it; `None` past [`MAX_MSG_LEN`] (the
+/// receive ends in a length error, whatever the receive WQE holds).
+pub const fn message_len_after(offset: u32, plen: u32) -> Option<u32> {
+    match offset.checked_add(plen) {
+        Some(n) if n <= MAX_MSG_LEN => Some(n),
+        _ => None,
+    }
+}
+
 /// Whether an acknowledge for `psn` concerns a packet in flight, i.e. `psn`
 /// is in `[oldest, next)` where `oldest` is the oldest unacknowledged PSN
 /// and `next` the next PSN the requester will send. Acknowledges outside
@@ -236,6 +256,26 @@ mod tests {
         assert!(!payload_len_ok(Position::Last, 0, 1024));
         assert!(payload_len_ok(Position::Last, 1, 1024));
         assert!(!payload_len_ok(Position::Last, 1025, 1024));
+    }
+
+    #[test]
+    fn message_lengths() {
+        // C9-94: 2^31 is the largest DMA length; one byte more is refused.
+        assert!(dma_len_ok(0));
+        assert!(dma_len_ok(MAX_MSG_LEN));
+        assert!(!dma_len_ok(MAX_MSG_LEN + 1));
+        assert!(!dma_len_ok(u32::MAX));
+        assert_eq!(message_len_after(0, 1024), Some(1024));
+        assert_eq!(message_len_after(MAX_MSG_LEN - 1024, 1024), Some(MAX_MSG_LEN));
+        assert_eq!(message_len_after(MAX_MSG_LEN - 1023, 1024), None);
+        // A SEND stream past 4 GiB fails instead of wrapping the offset.
+        assert_eq!(message_len_after(u32::MAX - 100, 1024), None);
+        // The longest READ at the smallest MTU spans less than half the PSN
+        // space, so its responses never wrap onto the requests before it.
+        let span = crate::segment::packet_count(MAX_MSG_LEN, crate::segment::PathMtu::Mtu256);
+        assert_eq!(span, 1 << 23);
+        assert!(span <= Psn::MASK / 2 + 1);
+        assert!(crate::segment::packet_count(MAX_MSG_LEN + 1, crate::segment::PathMtu::Mtu256) > span);
     }
 
     #[test]
