@@ -274,7 +274,10 @@ pub trait Driver: Sized + 'static {
     }
 
     /// Creates the state of a new QP and returns it with the QP number; the
-    /// driver updates `attr.cap` to what it allocated.
+    /// driver updates `attr.cap` to what it allocated. Nothing fails after
+    /// this returns `Ok` except the returned initialiser, and then
+    /// [`Driver::destroy_qp`] is not called: a driver whose initialiser can
+    /// fail must not have taken resources (a QPN, CQ counts) by then.
     fn create_qp(
         qp: &NewQp<Self>,
         attr: &mut QpInitAttr,

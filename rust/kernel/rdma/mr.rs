@@ -358,8 +358,10 @@ impl<T: Driver> Mr<T> {
 
     /// Identity of the PD, to compare with a QP's ([`crate::rdma::qp::Qp::pd_id`]).
     pub fn pd_id(&self) -> usize {
-        // SAFETY: Set at creation; the RDMA core writes the same value after it.
-        unsafe { (*self.ib.get()).pd as usize }
+        // SAFETY: The region is valid. A volatile read, as `READ_ONCE`: `ib_uverbs_rereg_mr`
+        // with `IB_MR_REREG_PD` stores a new PD with `WRITE_ONCE` while responders read it in
+        // softirq; either value is a PD pointer, compared but never dereferenced here.
+        unsafe { (&raw const (*self.ib.get()).pd).read_volatile() as usize }
     }
 
     /// The index part of the keys, under which the region is published.

@@ -1114,19 +1114,22 @@ impl<T: Driver> Qp<T> {
             let new = NewQp::<T>(ptr, core::marker::PhantomData);
             // SAFETY: `udata` is NULL or valid for the call.
             let udata = unsafe { Udata::from_raw(udata) };
+            // Allocated before the driver's `create_qp`, whose side effects (a QPN, counts
+            // on the CQs) only its `destroy_qp` undoes: nothing after it may fail but its
+            // own initialiser.
+            let credit = TxCredit::new()?;
             let (dinit, qp_num) = T::create_qp(&new, &mut attr, udata)?;
             // CAST: `ib` is the first field.
             let this = ptr.cast::<Self>();
             // SAFETY: `live`, `dying` and the timers are zeroed memory inside the allocation,
-            // which does not move until `ib_core` frees it. Nothing needs undoing if a later
-            // step fails: the count is only waited on by `destroy_callback` and the timers are
-            // not armed before the QP is handed out.
+            // which does not move until `ib_core` frees it. Nothing of these needs undoing if a
+            // later step fails: the count is only waited on by `destroy_callback` and the timers
+            // are not armed before the QP is handed out.
             unsafe {
                 let Ok(()) = Liveness::new().__pinned_init(&raw mut (*this).live);
                 (&raw mut (*this).dying).write(Atomic::new(false));
                 Self::setup_timers(this);
             }
-            let credit = TxCredit::new()?;
             // SAFETY: `tx_credit` is uninitialised memory inside the allocation.
             unsafe { (&raw mut (*this).tx_credit).write(credit) };
             // SAFETY: `data` is uninitialised memory inside the allocation; on error `ib_core`

@@ -672,8 +672,6 @@ impl RrxeQp {
         qattr.set_cur_qp_state(qp_state::RESET);
         qattr.set_cap(&cap);
         qattr.set_port_num(1);
-        scq.num_wq.fetch_add(1, Relaxed);
-        rcq.num_wq.fetch_add(1, Relaxed);
         let sq_sig_all = attr.sq_sig_all;
         let bufs = (|| -> Result<_> {
             Ok((
@@ -689,6 +687,11 @@ impl RrxeQp {
                 return Err(e);
             }
         };
+        // Counted once nothing can fail any more (C11-17: a CQ with work
+        // queues cannot be destroyed): every field of the init below is
+        // infallible, so it cannot fail after this either.
+        scq.num_wq.fetch_add(1, Relaxed);
+        rcq.num_wq.fetch_add(1, Relaxed);
         let init = try_pin_init!(Self {
             state <- crate::rdma::lock::new_spinlock_irq!(
                 State {
@@ -857,6 +860,11 @@ impl RrxeQp {
             st.attr.set_cur_qp_state(next);
             match next {
                 qp_state::RESET => {
+                    // Nothing of the QP's old life may reach its next one: a
+                    // pending retransmit timer or packets built before.
+                    qp.cancel_timer(QpTimer::Retransmit);
+                    qp.cancel_timer(QpTimer::Rnr);
+                    qp.txq.purge();
                     st.sq.reset();
                     if let Some(rq) = &mut st.rq {
                         rq.reset();
