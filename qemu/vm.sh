@@ -96,7 +96,7 @@ vm_follow() {
 }
 
 # Kernel reports that fail a run wherever they appear in a guest's log.
-REPORT_RE='WARNING:|BUG:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|Kernel panic|INFO: possible|INFO: task .* blocked|inconsistent lock state|possible circular locking|DEBUG_LOCKS_WARN_ON|turning off the locking correctness validator|soft lockup|hard LOCKUP|rcu_.*detected stalls'
+REPORT_RE='WARNING:|BUG:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|Kernel panic|INFO: possible|INFO: task .* blocked|inconsistent lock state|possible circular locking|DEBUG_LOCKS_WARN_ON|turning off the locking correctness validator|soft lockup|hard LOCKUP|rcu_.*detected stalls|panicked at'
 
 # vm_verdict INDEX QEMU_STATUS: print the verdict for one VM; return non-zero
 # on a failed script, a timeout, a missing status or a kernel report.

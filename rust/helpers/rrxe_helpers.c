@@ -249,6 +249,22 @@ void rrxe_helper_dst_hold(struct dst_entry *dst)
 	dst_hold(dst);
 }
 
+/* The cookie ip6_dst_check() compares, taken when the route is looked up. */
+u32 rrxe_helper_rt6_dst_cookie(struct dst_entry *dst)
+{
+	return rt6_get_cookie(dst_rt6_info(dst));
+}
+
+/*
+ * Whether a cached route may still be used (dst_check(): an obsolete route
+ * is asked, and says no once a route or address change made it stale).
+ * dst_check() neither takes nor drops a reference.
+ */
+bool rrxe_helper_dst_still_valid(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie) != NULL;
+}
+
 /* The RoCEv2 transmit path: UDP/IP packets built by the driver itself. */
 
 /*

@@ -33,6 +33,10 @@
 #                    not judged); the next SEND is delivered
 #   ud-ah-other-pd   a UD send through an AH of another PD: LOC_QP_OP_ERR
 #                    (as the C driver's rxe_get_av), through its own: sent
+#   route-*          VM 1 as requester: a SEND goes out; with a blackhole
+#                    route to VM 2 added, the next one does not (the cached
+#                    route is checked, dst_check); once the route is gone
+#                    again, the retransmission goes out and is acknowledged
 # runs: rrxe@debug rxe@fast
 # full-runs: rxe@debug
 
@@ -92,6 +96,8 @@ def build(p, ipid):
         body += struct.pack("!II", p["deth"][0], p["deth"][1] & 0xFFFFFF)
     if "reth" in p:
         body += struct.pack("!QII", *p["reth"])
+    if "aeth" in p:
+        body += struct.pack("!I", (p["aeth"][0] << 24) | (p["aeth"][1] & 0xFFFFFF))
     body += payload + b"\0" * pad
     S, D = socket.inet_aton(MY_IP), socket.inet_aton(PEER_IP)
     total = 20 + 8 + len(body) + 4
@@ -219,7 +225,7 @@ def poll(n=16, wait=0.5):
 
 class Rc:
     """A connected QP whose peer is the injector (no QP exists there)."""
-    def __init__(self, qp_type=e.IBV_QPT_RC, access=REMOTE, rq_psn=None, qp_pd=None):
+    def __init__(self, qp_type=e.IBV_QPT_RC, access=REMOTE, rq_psn=None, qp_pd=None, timeout=14):
         global fake_qpn
         fake_qpn += 1
         self.peer_qpn = fake_qpn
@@ -244,7 +250,7 @@ class Rc:
         a.qp_state, a.sq_psn = e.IBV_QPS_RTS, 0x100
         mask = e.IBV_QP_STATE | e.IBV_QP_SQ_PSN
         if qp_type == e.IBV_QPT_RC:
-            a.timeout, a.retry_cnt, a.rnr_retry, a.max_rd_atomic = 14, 7, 7, 1
+            a.timeout, a.retry_cnt, a.rnr_retry, a.max_rd_atomic = timeout, 7, 7, 1
             mask |= (e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY |
                      e.IBV_QP_MAX_QP_RD_ATOMIC)
         self.qp.modify(a, mask)
@@ -453,8 +459,40 @@ def case_ud_ah_pd():
         sent = [g for g in got if g["qpn"] == 0x4703]
         expect(f"ud-ah-{name}-on-wire", len(sent), 1 if want == e.IBV_WC_SUCCESS else 0)
 
+def case_route_change():
+    # VM 1 is the requester here: its SENDs go out through the QP's cached
+    # route, which must be looked up again once the routes change.
+    import subprocess
+    # A 0.5 s ACK timeout: the blackholed half second costs at most one retry.
+    q = Rc(timeout=17)
+    def send(wr_id):
+        wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_SEND, num_sge=1,
+                    sg=[SGE(mr.buf, 32, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        q.qp.post_send(wr)
+    def sends(got):
+        return [g["psn"] for g in got if g["qpn"] == q.peer_qpn and g["op"] == RC_SEND_ONLY]
+    send(50)
+    got = inject([], listen=0.5)
+    expect("route-send-before", sorted(set(sends(got))), [0x100])
+    inject([dict(op=RC_ACK, qpn=q.qpn, psn=0x100, aeth=[0x1F, 1])], listen=0.2)
+    expect("route-send-before-acked", [(w.wr_id, w.status) for w in poll()], [(50, e.IBV_WC_SUCCESS)])
+    blackhole = ["ip", "route", "add", "blackhole", PEER_IP + "/32"]
+    subprocess.run(blackhole, check=True)
+    try:
+        send(51)
+        got = inject([], listen=0.5)
+        expect("route-blackholed-nothing-sent", sends(got), [])
+    finally:
+        subprocess.run(["ip", "route", "del", "blackhole", PEER_IP + "/32"], check=True)
+    # The retransmit timer finds the route again.
+    got = inject([], listen=1.2)
+    expect("route-restored-resent", sorted(set(sends(got))), [0x101])
+    inject([dict(op=RC_ACK, qpn=q.qpn, psn=0x101, aeth=[0x1F, 2])], listen=0.2)
+    expect("route-restored-acked", [(w.wr_id, w.status) for w in poll()], [(51, e.IBV_WC_SUCCESS)])
+
 CASES = [case_dup_read, case_reth_len, case_write_access, case_wrong_transport,
-         case_pkey, case_qkey, case_psn_wrap, case_uc_too_long, case_ud_ah_pd]
+         case_pkey, case_qkey, case_psn_wrap, case_uc_too_long, case_ud_ah_pd,
+         case_route_change]
 only = sys.argv[7:]
 for c in CASES:
     if only and c.__name__[5:] not in only:

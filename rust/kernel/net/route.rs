@@ -104,6 +104,8 @@ impl Drop for Route4 {
 /// reference.
 pub struct Route6 {
     dst: NonNull<bindings::dst_entry>,
+    /// The FIB serial number at lookup, which `ip6_dst_check` compares.
+    cookie: u32,
 }
 
 // SAFETY: The reference may be dropped on any thread.
@@ -134,10 +136,11 @@ impl Route6 {
                 daddr.as_ptr(),
             )
         })?;
+        let dst = NonNull::new(dst).ok_or(EINVAL)?;
+        // SAFETY: `dst` is a valid IPv6 route on which we hold a reference.
+        let cookie = unsafe { bindings::rt6_dst_cookie(dst.as_ptr()) };
         // INVARIANT: On success the helper returned a usable route with a reference for us.
-        Ok(Self {
-            dst: NonNull::new(dst).ok_or(EINVAL)?,
-        })
+        Ok(Self { dst, cookie })
     }
 
     /// The route, valid while `self` exists.
@@ -160,7 +163,10 @@ impl Clone for Route6 {
         // SAFETY: The route is valid and `self` holds a reference, so the count is non-zero.
         unsafe { bindings::dst_hold(self.dst.as_ptr()) };
         // INVARIANT: The new object owns the reference just taken.
-        Self { dst: self.dst }
+        Self {
+            dst: self.dst,
+            cookie: self.cookie,
+        }
     }
 }
 
@@ -205,6 +211,18 @@ impl Route {
             (None, None) => Ok(Self::V6(Route6::output(net, dev, sgid, dgid)?)),
             _ => Err(EINVAL),
         }
+    }
+
+    /// Whether the route may still be used (`dst_check`, as the C driver
+    /// checks its cached route): `false` once a route, address or device
+    /// change made it stale, and a new lookup is needed. Any context.
+    pub fn is_current(&self) -> bool {
+        let cookie = match self {
+            Self::V4(_) => 0,
+            Self::V6(r) => r.cookie,
+        };
+        // SAFETY: The route is valid while `self` holds its reference; the check takes none.
+        unsafe { bindings::dst_still_valid(self.dst(), cookie) }
     }
 
     /// Returns whether this is an IPv6 route.

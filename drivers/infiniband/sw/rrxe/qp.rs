@@ -926,6 +926,22 @@ impl RrxeQp {
         }
     }
 
+    /// Forgets the connected QP's cached route once it went stale
+    /// (`dst_check`: a route, address or device change), so that
+    /// [`Self::prepare_tx`] looks it up again. Run at each doorbell and when
+    /// a timer fires (lost packets may mean a changed route); the C driver
+    /// checks its cached route for every packet.
+    fn revalidate_route(qp: &Qp<Rrxe>) {
+        if !qp.tx_ready.load(Relaxed) {
+            return;
+        }
+        let mut st = qp.state.lock();
+        if st.tx.as_ref().is_some_and(|t| !t.route_is_current()) {
+            st.tx = None;
+            qp.tx_ready.store(false, Relaxed);
+        }
+    }
+
     /// The QP's kick ([`Qp::kick`]), in softirq with interrupts enabled:
     /// resolves the route of the AH a UD WQE waits for, continues the READ
     /// responses and held requests of a connected QP, runs the requester
@@ -1046,6 +1062,7 @@ impl RrxeQp {
 
     /// A timer of the QP fired.
     pub(crate) fn timer(qp: &Qp<Rrxe>, t: QpTimer) {
+        Self::revalidate_route(qp);
         Self::prepare_tx(qp);
         {
             let mut st = qp.state.lock();
@@ -1077,6 +1094,7 @@ impl RrxeQp {
     /// `post_send`: queues a kernel WR or handles a user doorbell, then
     /// runs the requester.
     pub(crate) fn post_send(qp: &Qp<Rrxe>, wr: Option<&SendWr<'_, Rrxe>>) -> Result {
+        Self::revalidate_route(qp);
         Self::prepare_tx(qp);
         let mut st = qp.state.lock();
         let state = st.attr.qp_state();

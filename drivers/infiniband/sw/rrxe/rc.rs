@@ -352,7 +352,6 @@ fn path_mtu(st: &State) -> PathMtu {
     PathMtu::from_ib_mtu(st.attr.path_mtu()).unwrap_or(PathMtu::Mtu256)
 }
 
-/// The transmit context, resolved on first use.
 /// The transmit context, resolved outside the lock by
 /// `RrxeQp::prepare_tx` (a route lookup cannot run with interrupts off).
 /// Without one, nothing is sent: the retransmit timer tries again.

@@ -100,6 +100,11 @@ impl TxCtx {
         Ok(Self { route, ndev, hdr })
     }
 
+    /// Whether the cached route may still be used (`dst_check`).
+    pub(crate) fn route_is_current(&self) -> bool {
+        self.route.is_current()
+    }
+
     /// Builds one packet with headers `bth` and `ext` and a payload of
     /// `payload_len` bytes written by `fill`. The pad count is set here.
     pub(crate) fn build(
