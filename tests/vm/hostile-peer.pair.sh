@@ -41,12 +41,18 @@
 # full-runs: rxe@debug
 
 CTL_PORT=7471
+# VM 2's second address (10.0.0.2 -> 10.0.0.102).
+if [ "$VM" = 1 ]; then ALT_IP=${PEER_IP%.*}.$((${PEER_IP##*.} + 100)); else ALT_IP=${MY_IP%.*}.$((${MY_IP##*.} + 100)); fi
+export ALT_IP
 
 cat >/tmp/hostile_peer.py <<'EOF'
 import json, os, random, select, socket, struct, sys, time, zlib
 
 VM, DEV, MY_IP, PEER_IP, DRIVER = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 CTL_PORT = int(os.environ["CTL_PORT"])
+# A second address of VM 2, for the case that blackholes a route (the
+# control connection stays on the first).
+ALT_IP = os.environ["ALT_IP"]
 
 def log(*a):
     print("#", *a, flush=True)
@@ -99,7 +105,7 @@ def build(p, ipid):
     if "aeth" in p:
         body += struct.pack("!I", (p["aeth"][0] << 24) | (p["aeth"][1] & 0xFFFFFF))
     body += payload + b"\0" * pad
-    S, D = socket.inet_aton(MY_IP), socket.inet_aton(PEER_IP)
+    S, D = socket.inet_aton(p.get("src", MY_IP)), socket.inet_aton(PEER_IP)
     total = 20 + 8 + len(body) + 4
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ipid, 0x4000, 64, 17, 0, S, D)
     udp = struct.pack("!HHHH", 0xC000 | (ipid & 0x3FFF), 4791, 8 + len(body) + 4, 0)
@@ -191,7 +197,9 @@ def pattern(seed, n):
 
 ctx = Context(name=DEV)
 gidx = int(sys.argv[6])
-PEER_GID = "0000:0000:0000:0000:0000:ffff:" + "%02x%02x:%02x%02x" % tuple(int(x) for x in PEER_IP.split("."))
+def v4_gid(ip):
+    return "0000:0000:0000:0000:0000:ffff:" + "%02x%02x:%02x%02x" % tuple(int(x) for x in ip.split("."))
+PEER_GID = v4_gid(PEER_IP)
 log(f"source GID index {gidx}, peer GID {PEER_GID}")
 
 pd = PD(ctx)
@@ -225,7 +233,8 @@ def poll(n=16, wait=0.5):
 
 class Rc:
     """A connected QP whose peer is the injector (no QP exists there)."""
-    def __init__(self, qp_type=e.IBV_QPT_RC, access=REMOTE, rq_psn=None, qp_pd=None, timeout=14):
+    def __init__(self, qp_type=e.IBV_QPT_RC, access=REMOTE, rq_psn=None, qp_pd=None, timeout=14,
+                 peer_gid=PEER_GID):
         global fake_qpn
         fake_qpn += 1
         self.peer_qpn = fake_qpn
@@ -238,7 +247,7 @@ class Rc:
                        e.IBV_QP_ACCESS_FLAGS)
         a = QPAttr()
         a.qp_state, a.path_mtu, a.dest_qp_num, a.rq_psn = e.IBV_QPS_RTR, e.IBV_MTU_1024, self.peer_qpn, self.epsn
-        gr = GlobalRoute(dgid=GID(PEER_GID), sgid_index=gidx, hop_limit=64)
+        gr = GlobalRoute(dgid=GID(peer_gid), sgid_index=gidx, hop_limit=64)
         a.ah_attr = AHAttr(port_num=1, is_global=1, gr=gr)
         mask = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN |
                 e.IBV_QP_RQ_PSN)
@@ -464,7 +473,7 @@ def case_route_change():
     # route, which must be looked up again once the routes change.
     import subprocess
     # A 0.5 s ACK timeout: the blackholed half second costs at most one retry.
-    q = Rc(timeout=17)
+    q = Rc(timeout=17, peer_gid=v4_gid(ALT_IP))
     def send(wr_id):
         wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_SEND, num_sge=1,
                     sg=[SGE(mr.buf, 32, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
@@ -474,20 +483,20 @@ def case_route_change():
     send(50)
     got = inject([], listen=0.5)
     expect("route-send-before", sorted(set(sends(got))), [0x100])
-    inject([dict(op=RC_ACK, qpn=q.qpn, psn=0x100, aeth=[0x1F, 1])], listen=0.2)
+    inject([dict(op=RC_ACK, qpn=q.qpn, psn=0x100, aeth=[0x1F, 1], src=ALT_IP)], listen=0.2)
     expect("route-send-before-acked", [(w.wr_id, w.status) for w in poll()], [(50, e.IBV_WC_SUCCESS)])
-    blackhole = ["ip", "route", "add", "blackhole", PEER_IP + "/32"]
+    blackhole = ["ip", "route", "add", "blackhole", ALT_IP + "/32"]
     subprocess.run(blackhole, check=True)
     try:
         send(51)
         got = inject([], listen=0.5)
         expect("route-blackholed-nothing-sent", sends(got), [])
     finally:
-        subprocess.run(["ip", "route", "del", "blackhole", PEER_IP + "/32"], check=True)
+        subprocess.run(["ip", "route", "del", "blackhole", ALT_IP + "/32"], check=True)
     # The retransmit timer finds the route again.
     got = inject([], listen=1.2)
     expect("route-restored-resent", sorted(set(sends(got))), [0x101])
-    inject([dict(op=RC_ACK, qpn=q.qpn, psn=0x101, aeth=[0x1F, 2])], listen=0.2)
+    inject([dict(op=RC_ACK, qpn=q.qpn, psn=0x101, aeth=[0x1F, 2], src=ALT_IP)], listen=0.2)
     expect("route-restored-acked", [(w.wr_id, w.status) for w in poll()], [(51, e.IBV_WC_SUCCESS)])
 
 CASES = [case_dup_read, case_reth_len, case_write_access, case_wrong_transport,
@@ -529,6 +538,7 @@ if [ "$VM" = 1 ]; then
 	check "still-active" wait_port_active "$IBDEV" 5
 	check "link-delete-vm1" rdma link delete "$IBDEV"
 else
+	check "alt-address-vm2" ip addr add "$ALT_IP/32" dev eth0
 	# No RDMA device here: the injector owns UDP 4791.
 	check "no-roce-socket-vm2" bash -c "! ss -ulnH 'sport = :4791' | grep -q 4791"
 	ping -c1 -W1 "$PEER_IP" >/dev/null
