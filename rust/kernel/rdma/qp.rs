@@ -704,6 +704,40 @@ impl RecvWr<'_> {
     }
 }
 
+/// Gives each WR of the receive WR list `wr` to `post`, in list order, for
+/// the `post_recv` and `post_srq_recv` callbacks.
+///
+/// The first WR that `post` refuses ends the walk: `*bad` names it and its
+/// error is returned, and the WRs after it are not looked at, as
+/// `ib_post_recv` and `ib_post_srq_recv` document.
+///
+/// # Safety
+///
+/// `wr` is NULL or a list of WRs that, with their SGE lists, stay valid for
+/// the call; `bad` is NULL or valid for writes.
+pub(crate) unsafe fn post_recv_list(
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+    mut post: impl FnMut(&RecvWr<'_>) -> Result,
+) -> c_int {
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: A valid element of the list, by the safety requirements.
+        let w = unsafe { &*cur };
+        // INVARIANT: The caller keeps `w` and its SGE list valid for the call.
+        let r = RecvWr { wr: w };
+        if let Err(e) = post(&r) {
+            if !bad.is_null() {
+                // SAFETY: `bad` is valid for writes by the safety requirements.
+                unsafe { *bad = cur };
+            }
+            return e.to_errno();
+        }
+        cur = w.next;
+    }
+    0
+}
+
 /// The timers of a QP ([`Qp::arm_timer`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum QpTimer {
@@ -1309,22 +1343,8 @@ impl<T: Driver> Qp<T> {
     ) -> c_int {
         // SAFETY: By the safety requirements.
         let qp = unsafe { Self::from_raw(ptr) };
-        let mut cur = wr;
-        while !cur.is_null() {
-            // SAFETY: A valid element of the list.
-            let w = unsafe { &*cur };
-            // INVARIANT: The caller keeps `w` and its SGE list valid for the call.
-            let r = RecvWr { wr: w };
-            if let Err(e) = T::post_recv(qp, &r) {
-                if !bad.is_null() {
-                    // SAFETY: `bad` is valid for writes.
-                    unsafe { *bad = cur };
-                }
-                return e.to_errno();
-            }
-            cur = w.next;
-        }
-        0
+        // SAFETY: The RDMA core passes a valid list and a `bad` valid for writes.
+        unsafe { post_recv_list(wr, bad, |r| T::post_recv(qp, r)) }
     }
 }
 
