@@ -260,7 +260,7 @@ impl Wq {
     /// Posts a kernel WQE: `write` encodes it into the free slot at the
     /// producer index, which then advances. `ENOMEM` when full, as the C
     /// driver; `EINVAL` for a user queue.
-    fn post(&mut self, write: impl FnOnce(&mut [u8]) -> Result) -> Result {
+    pub(crate) fn post(&mut self, write: impl FnOnce(&mut [u8]) -> Result) -> Result {
         let c = self.consumer;
         let geo = self.geo;
         let r = self.kernel_slot(self.producer());
@@ -472,7 +472,7 @@ fn write_send_wqe(wr: &SendWr<'_, Rrxe>, w: &SendWqe, kind: WrKind, slot: &mut [
 
 /// Checks a kernel receive WR (`post_one_recv`) and encodes it into
 /// `slot`.
-fn write_recv_wqe(wr: &RecvWr<'_>, slot: &mut [u8]) -> Result {
+pub(crate) fn write_recv_wqe(wr: &RecvWr<'_>, slot: &mut [u8]) -> Result {
     let num_sge = wr.num_sge();
     let mut length = 0u64;
     for i in 0..num_sge {
