@@ -899,6 +899,36 @@ impl<T: Driver> Qp<T> {
         Some(unsafe { Srq::from_raw(srq) })
     }
 
+    /// Reports `IB_EVENT_QP_LAST_WQE_REACHED` to the QP's event handler: a
+    /// QP that receives from an SRQ entered the error state and takes no
+    /// more WQEs from it (IBTA Vol 1 §10.3.1, §11.6.3). The RDMA core's
+    /// handler completes the wait of `ib_drain_qp` and passes the event on
+    /// to the consumer's (uverbs queues it for user space).
+    ///
+    /// The handler runs in the caller's context, which may be softirq, so
+    /// it must be called without any lock that the QP's verbs take.
+    pub fn report_last_wqe_reached(&self) {
+        let ib = self.ib.get();
+        // SAFETY: The RDMA core sets `event_handler` (its own, for every QP it creates) and
+        // `qp_context` before `create_qp`, and neither changes afterwards.
+        let (handler, context) = unsafe { ((*ib).event_handler, (*ib).qp_context) };
+        let Some(handler) = handler else {
+            return;
+        };
+        let mut ev = bindings::ib_event {
+            // SAFETY: `device` is set by the RDMA core before `create_qp` and constant.
+            device: unsafe { (*ib).device },
+            element: bindings::ib_event__bindgen_ty_1::default(),
+            event: bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+        };
+        // SAFETY: Writing a pointer member of a union the event owns.
+        unsafe { *ev.element.qp.as_mut() = ib };
+        // SAFETY: The handler is the RDMA core's and `context` the one it was set up with, for
+        // events of this QP, which the caller's reference keeps alive for the call; `ev` is
+        // valid for the call.
+        unsafe { handler(&mut ev, context) };
+    }
+
     /// Whether destruction has begun: the QP is no longer found by
     /// [`Device::lookup_qp`] and its timers no longer fire. Work that
     /// requeues itself should stop.
