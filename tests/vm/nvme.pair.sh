@@ -12,7 +12,16 @@
 # exactly those rkeys.  A second round reloads the target's RDMA stack with
 # ib_core's force_mr=1, so that the target's RDMA READ/WRITE (rdma_rw) also
 # go through fast-register MRs of its own, with IB_WR_LOCAL_INV before each
-# reuse.  Teardown: disconnect, configfs removed, the NVMe modules unloaded,
+# reuse.  A third round reloads nvmet-rdma with use_srq=1 and srq_size=256,
+# the least it takes (ib_core keeps force_mr=1): the target then receives
+# every command capsule from one kernel SRQ of the device (ib_create_srq, its
+# 256 WQEs posted and, each time one was used, posted again with
+# ib_post_srq_recv from the completion handlers); more than 1024 commands at
+# 4 KiB and 64 KiB from four streams at once wrap its ring of 512 slots
+# twice, the data is compared byte for byte again, and once the host
+# disconnects the target's queues drain through the QP's Last WQE Reached
+# event (ib_drain_qp waits up to 60 s for it) and go away with the SRQ within
+# 30 s.  Teardown: disconnect, configfs removed, the NVMe modules unloaded,
 # the RDMA resources back to their counts from before, the link deleted and
 # the driver unloaded.
 # runs: rrxe@debug rxe@fast
@@ -192,6 +201,35 @@ if [ "$VM" = 1 ]; then
 	check "mr-target-no-nvme-errors" nvme_errors
 	barrier mr-checked 300
 	barrier mr-disconnected 300
+
+	# Round 3: nvmet-rdma again with use_srq=1 (a parameter read only at
+	# load) and its smallest SRQ; the RDMA stack stays as round 2 left it.
+	check "nvmet-port-removed-for-srq" port_down
+	check "nvmet-rdma-unloaded-for-srq" timeout 60 modprobe -r nvmet-rdma
+	check "nvmet-rdma-use-srq" modprobe nvmet-rdma use_srq=1 srq_size=256
+	check "use-srq-set" grep -qx Y /sys/module/nvmet_rdma/parameters/use_srq
+	check "nvmet-port-srq" port_up
+	barrier srq-target-ready 300
+	target_round srq
+	# One SRQ of the target's (nvmet-rdma makes one per completion vector),
+	# its queues' QPs attached to it (lqpn).
+	check "srq-target-kernel-srq" kernel_objects srq 1 "lqpn.*comm \\[nvmet_rdma\\]"
+	check "srq-not-refused" bash -c "! dmesg | grep -i 'SRQ requested but not supported'"
+	check "srq-target-no-nvme-errors" nvme_errors
+	barrier srq-checked 300
+	barrier srq-host-disconnected 300
+	# The host is gone: each queue's release drains its QP (ib_drain_qp,
+	# which waits for IB_EVENT_QP_LAST_WQE_REACHED), then the device's SRQ
+	# goes with the last queue.
+	srq_queues_gone() {
+		local q s
+		q=$(rdma res show qp 2>/dev/null | grep -E "(dev|link) $IBDEV[ /]" | grep -c "type RC")
+		s=$(rdma res show srq 2>/dev/null | grep -cE "(dev|link) $IBDEV[ /]")
+		echo "$q RC QPs, $s SRQs on $IBDEV"
+		[ "$q" -eq 0 ] && [ "$s" -eq 0 ]
+	}
+	check "srq-target-queues-released-30s" retry 30 srq_queues_gone
+	barrier srq-disconnected 300
 
 	# Teardown.
 	check "nvmet-port-removed-again" port_down
@@ -405,9 +443,32 @@ EOF
 	check "mr-sum-sent" send_value "16 $sum" 120
 	barrier mr-checked 300
 	disconnect mr
+	barrier mr-disconnected 300
+
+	# ---- round 3: the target receives from a shared receive queue.
+	head -c 4M /dev/urandom >/tmp/d
+	barrier srq-target-ready 600
+	connect srq
+	phase "round srq: I/O"
+	# Pattern d over the first 4 MiB: 2 MiB in 4 KiB writes (inline data)
+	# and 2 MiB in 64 KiB writes, four streams each; read back in 4 KiB
+	# reads from four streams and 1 MiB reads: over 1024 commands, each
+	# taking one of the SRQ's 256 WQEs, which is posted again once the
+	# command completed.
+	check "srq-write-4k-4-streams" parallel wr /tmp/d 0 $((2 * M)) 4096
+	check "srq-write-64k-4-streams" parallel wr /tmp/d $((2 * M)) $((2 * M)) 65536
+	check "srq-read-4k-4-streams-cmp" parallel rd_cmp /tmp/d 0 $((2 * M)) 4096
+	check "srq-read-1M-cmp" rd_cmp /tmp/d 0 $((4 * M)) $M
+	phase "round srq: I/O done"
+	host_objects srq
+	sum=$( (cat /tmp/d; tail -c +$((4 * M + 1)) /tmp/b) | sha256sum | cut -d' ' -f1)
+	check "srq-sum-sent" send_value "16 $sum" 120
+	barrier srq-checked 300
+	disconnect srq
+	barrier srq-host-disconnected 300
 	check "nvme-rdma-unloaded" timeout 60 modprobe -r nvme-rdma
 	check "host-resources-back" res_back
-	barrier mr-disconnected 300
+	barrier srq-disconnected 300
 fi
 
 phase "teardown"

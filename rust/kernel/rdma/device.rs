@@ -335,6 +335,15 @@ pub trait Driver: Sized + 'static {
     /// Reports the attributes.
     fn query_srq(srq: &Srq<Self>) -> SrqAttr;
 
+    /// Posts a receive WR to `srq`: called for each WR of the list a kernel
+    /// consumer gave `ib_post_srq_recv` (or the uverbs `POST_SRQ_RECV`
+    /// command, for a user SRQ), in list order, until one fails; that WR is
+    /// reported back as the bad one. May be called in atomic context (from
+    /// a completion handler): must not sleep.
+    fn post_srq_recv(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Checks that `srq` may be destroyed; its state is dropped afterwards.
     fn destroy_srq(srq: &Srq<Self>) -> Result;
 
@@ -906,6 +915,11 @@ impl<T: Driver> OpsTable<T> {
         modify_srq: Some(Srq::<T>::modify_callback),
         query_srq: Some(Srq::<T>::query_callback),
         destroy_srq: Some(Srq::<T>::destroy_callback),
+        post_srq_recv: if T::HAS_POST_SRQ_RECV {
+            Some(Srq::<T>::post_recv_callback)
+        } else {
+            None
+        },
         size_ib_srq: Srq::<T>::SIZE,
         create_ah: Some(Ah::<T>::create_callback),
         create_user_ah: Some(Ah::<T>::create_callback),

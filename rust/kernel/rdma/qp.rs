@@ -704,6 +704,40 @@ impl RecvWr<'_> {
     }
 }
 
+/// Gives each WR of the receive WR list `wr` to `post`, in list order, for
+/// the `post_recv` and `post_srq_recv` callbacks.
+///
+/// The first WR that `post` refuses ends the walk: `*bad` names it and its
+/// error is returned, and the WRs after it are not looked at, as
+/// `ib_post_recv` and `ib_post_srq_recv` document.
+///
+/// # Safety
+///
+/// `wr` is NULL or a list of WRs that, with their SGE lists, stay valid for
+/// the call; `bad` is NULL or valid for writes.
+pub(crate) unsafe fn post_recv_list(
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+    mut post: impl FnMut(&RecvWr<'_>) -> Result,
+) -> c_int {
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: A valid element of the list, by the safety requirements.
+        let w = unsafe { &*cur };
+        // INVARIANT: The caller keeps `w` and its SGE list valid for the call.
+        let r = RecvWr { wr: w };
+        if let Err(e) = post(&r) {
+            if !bad.is_null() {
+                // SAFETY: `bad` is valid for writes by the safety requirements.
+                unsafe { *bad = cur };
+            }
+            return e.to_errno();
+        }
+        cur = w.next;
+    }
+    0
+}
+
 /// The timers of a QP ([`Qp::arm_timer`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum QpTimer {
@@ -863,6 +897,36 @@ impl<T: Driver> Qp<T> {
         // SAFETY: An SRQ of our device; the RDMA core keeps it alive while the QP exists (it
         // holds a use count).
         Some(unsafe { Srq::from_raw(srq) })
+    }
+
+    /// Reports `IB_EVENT_QP_LAST_WQE_REACHED` to the QP's event handler: a
+    /// QP that receives from an SRQ entered the error state and takes no
+    /// more WQEs from it (IBTA Vol 1 §10.3.1, §11.6.3). The RDMA core's
+    /// handler completes the wait of `ib_drain_qp` and passes the event on
+    /// to the consumer's (uverbs queues it for user space).
+    ///
+    /// The handler runs in the caller's context, which may be softirq, so
+    /// it must be called without any lock that the QP's verbs take.
+    pub fn report_last_wqe_reached(&self) {
+        let ib = self.ib.get();
+        // SAFETY: The RDMA core sets `event_handler` (its own, for every QP it creates) and
+        // `qp_context` before `create_qp`, and neither changes afterwards.
+        let (handler, context) = unsafe { ((*ib).event_handler, (*ib).qp_context) };
+        let Some(handler) = handler else {
+            return;
+        };
+        let mut ev = bindings::ib_event {
+            // SAFETY: `device` is set by the RDMA core before `create_qp` and constant.
+            device: unsafe { (*ib).device },
+            element: bindings::ib_event__bindgen_ty_1::default(),
+            event: bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+        };
+        // SAFETY: Writing a pointer member of a union the event owns.
+        unsafe { *ev.element.qp.as_mut() = ib };
+        // SAFETY: The handler is the RDMA core's and `context` the one it was set up with, for
+        // events of this QP, which the caller's reference keeps alive for the call; `ev` is
+        // valid for the call.
+        unsafe { handler(&mut ev, context) };
     }
 
     /// Whether destruction has begun: the QP is no longer found by
@@ -1312,22 +1376,8 @@ impl<T: Driver> Qp<T> {
     ) -> c_int {
         // SAFETY: By the safety requirements.
         let qp = unsafe { Self::from_raw(ptr) };
-        let mut cur = wr;
-        while !cur.is_null() {
-            // SAFETY: A valid element of the list.
-            let w = unsafe { &*cur };
-            // INVARIANT: The caller keeps `w` and its SGE list valid for the call.
-            let r = RecvWr { wr: w };
-            if let Err(e) = T::post_recv(qp, &r) {
-                if !bad.is_null() {
-                    // SAFETY: `bad` is valid for writes.
-                    unsafe { *bad = cur };
-                }
-                return e.to_errno();
-            }
-            cur = w.next;
-        }
-        0
+        // SAFETY: The RDMA core passes a valid list and a `bad` valid for writes.
+        unsafe { post_recv_list(wr, bad, |r| T::post_recv(qp, r)) }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::{
             Device,
             Driver, //
         },
+        qp::post_recv_list,
         udata::Udata, //
     },
 };
@@ -197,6 +198,29 @@ impl<T: Driver> Srq<T> {
             T::query_srq(srq).write_raw(unsafe { &mut *attr });
             Ok(0)
         })
+    }
+
+    /// `post_srq_recv` callback: each WR of the list goes to
+    /// [`Driver::post_srq_recv`], in order, up to the first it refuses.
+    ///
+    /// Kernel consumers call it through `ib_post_srq_recv`; the uverbs
+    /// `POST_SRQ_RECV` command calls it too, for a user SRQ, with WRs it
+    /// copied from user space (the rxe provider of rdma-core never sends
+    /// that command: it writes receive WQEs into the SRQ's mmapped queue).
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live SRQ with a valid list; `bad` is valid
+    /// for writes.
+    pub(crate) unsafe extern "C" fn post_recv_callback(
+        ptr: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: By the safety requirements.
+        let srq = unsafe { Self::from_raw(ptr) };
+        // SAFETY: The RDMA core passes a valid list and a `bad` valid for writes.
+        unsafe { post_recv_list(wr, bad, |r| T::post_srq_recv(srq, r)) }
     }
 
     /// `destroy_srq` callback.

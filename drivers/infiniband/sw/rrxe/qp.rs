@@ -265,7 +265,7 @@ impl Wq {
     /// Posts a kernel WQE: `write` encodes it into the free slot at the
     /// producer index, which then advances. `ENOMEM` when full, as the C
     /// driver; `EINVAL` for a user queue.
-    fn post(&mut self, write: impl FnOnce(&mut [u8]) -> Result) -> Result {
+    pub(crate) fn post(&mut self, write: impl FnOnce(&mut [u8]) -> Result) -> Result {
         let c = self.consumer;
         let geo = self.geo;
         let r = self.kernel_slot(self.producer());
@@ -477,7 +477,7 @@ fn write_send_wqe(wr: &SendWr<'_, Rrxe>, w: &SendWqe, kind: WrKind, slot: &mut [
 
 /// Checks a kernel receive WR (`post_one_recv`) and encodes it into
 /// `slot`.
-fn write_recv_wqe(wr: &RecvWr<'_>, slot: &mut [u8]) -> Result {
+pub(crate) fn write_recv_wqe(wr: &RecvWr<'_>, slot: &mut [u8]) -> Result {
     let num_sge = wr.num_sge();
     let mut length = 0u64;
     for i in 0..num_sge {
@@ -537,6 +537,10 @@ pub(crate) struct RrxeQp {
     sending: Atomic<bool>,
     /// Multicast groups the QP is attached to.
     pub(crate) mcast_count: Atomic<u32>,
+    /// The QP receives from an SRQ and entered ERR: the Last WQE Reached
+    /// event is still to be reported, once no lock is held
+    /// ([`RrxeQp::report_events`]).
+    last_wqe_event: Atomic<bool>,
     /// `State::tx` is resolved: lets `prepare_tx` skip the state lock on
     /// every packet (written under the lock, read without it).
     tx_ready: Atomic<bool>,
@@ -714,6 +718,7 @@ impl RrxeQp {
             rxq <- SkbQueue::new(),
             sending: Atomic::new(false),
             mcast_count: Atomic::new(0),
+            last_wqe_event: Atomic::new(false),
             tx_ready: Atomic::new(false),
             index,
             sq_sig_all,
@@ -880,6 +885,7 @@ impl RrxeQp {
                     qp.cancel_timer(QpTimer::Retransmit);
                     qp.cancel_timer(QpTimer::Rnr);
                     Self::flush(qp, &mut st);
+                    Self::last_wqe_reached(qp);
                 }
                 qp_state::RTS => run = true,
                 _ => {}
@@ -895,7 +901,45 @@ impl RrxeQp {
             Self::run_send(qp, &mut qp.state.lock());
             tx::send_queued(qp);
         }
+        Self::defer_events(qp);
         Ok(())
+    }
+
+    /// Marks `IB_EVENT_QP_LAST_WQE_REACHED` pending for a QP that receives
+    /// from an SRQ and has just entered ERR, where it takes no more WQEs
+    /// from the SRQ (the one it held was flushed): `ib_drain_qp` waits for
+    /// the event (up to a minute) before it polls the CQ. Called under the
+    /// state lock; [`RrxeQp::report_events`] reports it once the lock is
+    /// dropped. The C driver reports it whenever its responder task runs
+    /// in ERR.
+    pub(crate) fn last_wqe_reached(qp: &Qp<Rrxe>) {
+        if qp.has_srq() {
+            qp.last_wqe_event.store(true, Relaxed);
+        }
+    }
+
+    /// Reports the asynchronous events that became pending under the state
+    /// lock: the SRQ's limit ([`super::srq::RrxeSrq::report_limit`]) and
+    /// Last WQE Reached. Called without locks, from the receive path, the
+    /// timers and the kick (softirq): the consumers' handlers may call
+    /// verbs of the QP or SRQ.
+    pub(crate) fn report_events(qp: &Qp<Rrxe>) {
+        if let Some(srq) = qp.srq() {
+            super::srq::RrxeSrq::report_limit(srq);
+        }
+        if qp.last_wqe_event.xchg(false, Relaxed) {
+            qp.report_last_wqe_reached();
+        }
+    }
+
+    /// Has the kick report an event that a verb (`modify_qp`, `post_send`)
+    /// made pending: their callers may hold locks that their own event
+    /// handlers take, so the handlers do not run in the verb's context but
+    /// soon after, in softirq, as a device's interrupt would run them.
+    fn defer_events(qp: &Qp<Rrxe>) {
+        if qp.last_wqe_event.load(Relaxed) {
+            qp.kick();
+        }
     }
 
     /// Resolves the route of a connected QP whose path is set, outside the
@@ -961,10 +1005,6 @@ impl RrxeQp {
                 rc::resume_responder(qp, &mut st);
                 Self::run_send(qp, &mut st);
             }
-            // A held SEND may have taken a receive WQE from the SRQ.
-            if let Some(srq) = qp.srq() {
-                super::srq::RrxeSrq::report_limit(srq);
-            }
         }
         if matches!(qp.qp_type(), qp_type::UD | qp_type::GSI) {
             let ah_num = {
@@ -989,6 +1029,9 @@ impl RrxeQp {
             Self::run_send(qp, &mut qp.state.lock());
         }
         tx::send_queued(qp);
+        // A held SEND may have taken a receive WQE from the SRQ, or an error
+        // moved the QP to ERR.
+        Self::report_events(qp);
     }
 
     /// Runs the requester of the QP's service.
@@ -1039,10 +1082,9 @@ impl RrxeQp {
                 _ => return Taken::Done,
             }
         }
-        // A receive WQE taken from the SRQ may have crossed its limit.
-        if let Some(srq) = qp.srq() {
-            super::srq::RrxeSrq::report_limit(srq);
-        }
+        // A receive WQE taken from the SRQ may have crossed its limit, or an
+        // error moved the QP to ERR.
+        Self::report_events(qp);
         tx::send_queued(qp);
         taken
     }
@@ -1069,6 +1111,8 @@ impl RrxeQp {
             rc::on_timer(qp, &mut st, t, qp.sq_sig_all);
         }
         tx::send_queued(qp);
+        // Retries exhausted move the QP to ERR.
+        Self::report_events(qp);
     }
 
     /// Reports the attributes.
@@ -1115,6 +1159,8 @@ impl RrxeQp {
         Self::run_send(qp, &mut st);
         drop(st);
         tx::send_queued(qp);
+        // A WQE in error moves the QP to ERR.
+        Self::defer_events(qp);
         Ok(())
     }
 

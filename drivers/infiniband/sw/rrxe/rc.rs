@@ -415,6 +415,7 @@ pub(crate) fn to_error(qp: &Qp<Rrxe>, st: &mut State) {
     qp.cancel_timer(QpTimer::Retransmit);
     qp.cancel_timer(QpTimer::Rnr);
     super::qp::RrxeQp::flush(qp, st);
+    super::qp::RrxeQp::last_wqe_reached(qp);
 }
 
 /// Completes the oldest send WQE in error and moves the QP to ERR.

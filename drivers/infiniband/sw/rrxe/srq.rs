@@ -9,6 +9,7 @@ use crate::{
     rdma::{
         device::Device,
         lock::SpinLockIrq,
+        qp::RecvWr,
         srq::{
             Srq,
             SrqAttr,
@@ -32,7 +33,10 @@ use kernel::{
 
 use super::{
     param,
-    qp::Wq,
+    qp::{
+        write_recv_wqe,
+        Wq, //
+    },
     verbs::Rrxe, //
 };
 
@@ -176,6 +180,30 @@ impl RrxeSrq {
             max_sge: st.max_sge,
             srq_limit: st.limit,
         }
+    }
+
+    /// Posts a receive WR of a kernel consumer (`rxe_post_srq_recv`): it is
+    /// encoded as an rxe receive WQE into the SRQ's kernel ring, from which
+    /// [`RrxeSrq::take`] gives it to a QP's responder as it would one that
+    /// user space wrote.
+    ///
+    /// The checks and their order are the C driver's: `ENOMEM` when the SRQ
+    /// is full, then `EINVAL` for more SGEs than the SRQ was created with or
+    /// a message longer than 2^31 bytes. A user SRQ, which only the uverbs
+    /// `POST_SRQ_RECV` command can reach here (user space posts into its
+    /// mmapped ring), is refused with `EINVAL`, as a user QP's `post_recv`.
+    ///
+    /// Posting never reports the SRQ limit: the limit is crossed only when
+    /// a WQE is taken ([`RrxeSrq::take`]), and an armed limit stays armed.
+    pub(crate) fn post(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
+        let mut st = srq.state.lock();
+        let max_sge = st.max_sge;
+        st.rq.post(|slot| {
+            if wr.num_sge() > max_sge {
+                return Err(EINVAL);
+            }
+            write_recv_wqe(wr, slot)
+        })
     }
 
     /// Takes the next receive WQE: copies its slot into `buf` and consumes

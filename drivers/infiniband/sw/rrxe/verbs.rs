@@ -318,6 +318,10 @@ impl Driver for Rrxe {
         srq.query()
     }
 
+    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
+        RrxeSrq::post(srq, wr)
+    }
+
     fn destroy_srq(srq: &Srq<Self>) -> Result {
         RrxeSrq::destroy(srq)
     }
