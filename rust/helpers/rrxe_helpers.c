@@ -17,6 +17,7 @@
 #include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
+#include <linux/notifier.h>
 #include <linux/refcount.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -992,6 +993,13 @@ void rrxe_helper_skb_dst_drop(struct sk_buff *skb)
 int rrxe_helper_tx_sock_create(struct socket **res)
 {
 	return sock_create_kern(&init_net, AF_INET, SOCK_DGRAM, 0, res);
+}
+
+/* include/linux/notifier.h */
+
+int rrxe_helper_notifier_from_errno(int err)
+{
+	return notifier_from_errno(err);
 }
 
 /* include/linux/llist.h: a driver's list of its devices. */
