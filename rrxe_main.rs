@@ -17,6 +17,10 @@ mod bindings;
 #[path = "rust/kernel/crc.rs"]
 pub mod crc;
 
+/// Module life-cycle events, as the kernel crate would export them.
+#[path = "rust/kernel/module_notifier.rs"]
+pub mod module_notifier;
+
 #[path = "rust/kernel/net/mod.rs"]
 pub mod net;
 

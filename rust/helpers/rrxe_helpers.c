@@ -14,8 +14,10 @@
 #include <linux/etherdevice.h>
 #include <linux/highmem.h>
 #include <linux/if_vlan.h>
+#include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
+#include <linux/notifier.h>
 #include <linux/refcount.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -1007,4 +1009,23 @@ void rrxe_helper_skb_dst_drop(struct sk_buff *skb)
 int rrxe_helper_tx_sock_create(struct socket **res)
 {
 	return sock_create_kern(&init_net, AF_INET, SOCK_DGRAM, 0, res);
+}
+
+/* include/linux/notifier.h */
+
+int rrxe_helper_notifier_from_errno(int err)
+{
+	return notifier_from_errno(err);
+}
+
+/* include/linux/llist.h: a driver's list of its devices. */
+
+bool rrxe_helper_llist_add(struct llist_node *new, struct llist_head *head)
+{
+	return llist_add(new, head);
+}
+
+struct llist_node *rrxe_helper_llist_del_all(struct llist_head *head)
+{
+	return llist_del_all(head);
 }

@@ -17,6 +17,12 @@
 //!    [`DriverRegistration`] going away at module unload) drops the driver's
 //!    state from `dealloc_driver` and frees the device.
 //!
+//! The driver's [`Devices`] list keeps every device it registered until its
+//! `dealloc_driver` has returned, so that module unload unregisters the
+//! driver's own devices, one by one, and waits for those already on their
+//! way out. Other drivers with the same driver id (`rdma_rxe` and rrxe share
+//! `RDMA_DRIVER_RXE`) are never touched.
+//!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use crate::{
@@ -89,7 +95,14 @@ use kernel::{
         VTABLE_DEFAULT_ERROR, //
     },
     prelude::*,
-    sync::aref::ARef,
+    sync::{
+        aref::ARef,
+        atomic::{
+            Acquire,
+            Atomic,
+            Release, //
+        }, //
+    },
     types::Opaque,
     ThisModule, //
 };
@@ -130,6 +143,9 @@ pub trait Driver: Sized + 'static {
     const UVERBS_ABI_VER: u32;
     /// The module that implements the driver (`THIS_MODULE`).
     const OWNER: &'static ThisModule;
+
+    /// The list of the driver's devices: a `static` of the driver.
+    fn devices() -> &'static Devices<Self>;
 
     /// Reports the device attributes.
     ///
@@ -392,6 +408,9 @@ pub trait Driver: Sized + 'static {
 ///   `_ib_alloc_device` with `size_of::<Self>()` bytes.
 /// - `qps`, `mrs` and `ahs` are initialised before the ops are installed and
 ///   destroyed in `dealloc_driver`, after the data.
+/// - `owned` and `released` are initialised before the ops are installed and
+///   stay valid until the memory is freed; `released` is set once, at the end
+///   of `dealloc_driver`.
 /// - `data` is initialised for as long as a reference to `Self` exists; it is
 ///   dropped in `dealloc_driver`, which the RDMA core calls last.
 #[repr(C)]
@@ -403,6 +422,10 @@ pub struct Device<T: Driver> {
     pub(crate) mrs: Table<Mr<T>>,
     /// Published address handles by AH number.
     pub(crate) ahs: Table<Ah<T>>,
+    /// Link in the driver's [`Devices`] list.
+    owned: Opaque<bindings::llist_node>,
+    /// Whether `dealloc_driver` has dropped the data.
+    released: Atomic<bool>,
     data: T::Data,
 }
 
@@ -611,6 +634,14 @@ impl<T: Driver> UnregisteredDevice<T> {
         let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).mrs) };
         // SAFETY: As above.
         let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).ahs) };
+        // SAFETY: Both fields are uninitialised memory inside the allocation; neither needs
+        // dropping.
+        unsafe {
+            (&raw mut (*dev.as_ptr()).owned).write(Opaque::new(bindings::llist_node {
+                next: ptr::null_mut(),
+            }));
+            (&raw mut (*dev.as_ptr()).released).write(Atomic::new(false));
+        }
 
         // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
         // until it is freed.
@@ -688,19 +719,34 @@ impl<T: Driver> UnregisteredDevice<T> {
     /// Binds `netdev` to port `port` and registers the device as `name`.
     ///
     /// On success the RDMA core owns the device; it can be found again with
-    /// [`RegisteredDevice::get_by_netdev`].  On failure the device is freed.
+    /// [`RegisteredDevice::get_by_netdev`], and the driver's [`Devices`] list
+    /// holds it until its module unloads or the device is gone.  On failure the
+    /// device is freed.
     pub fn register(self, name: &CStr, netdev: &net::Device, port: u32) -> Result {
-        let raw = self.ptr.as_ptr().cast::<bindings::ib_device>();
+        let dev = self.ptr;
+        let raw = dev.as_ptr().cast::<bindings::ib_device>();
+        // Devices unregistered since the last registration leave the list first.
+        T::devices().reap();
         // SAFETY: The device is valid and unregistered; `netdev` is valid. The RDMA core takes
         // its own reference on the net device.
         to_result(unsafe { bindings::ib_device_set_netdev(raw, netdev.as_raw(), port) })?;
+        // SAFETY: The device is valid (its `struct device` is initialised by
+        // `_ib_alloc_device`). This reference is the list's: taken now, while the device is
+        // surely alive, as it may be unregistered and freed as soon as it is registered.
+        unsafe { bindings::get_device(bindings::ib_device_dev(raw)) };
         // SAFETY: The device is valid and unregistered; `name` is a valid C string. Passing no
         // DMA device makes the core use the virtual-address DMA mapping (software device).
-        to_result(unsafe {
-            bindings::ib_register_device(raw, name.as_char_ptr(), ptr::null_mut())
-        })?;
+        let ret = unsafe { bindings::ib_register_device(raw, name.as_char_ptr(), ptr::null_mut()) };
+        if let Err(e) = to_result(ret) {
+            // SAFETY: Drops the reference taken above; `self` still owns the allocation's own.
+            unsafe { bindings::put_device(bindings::ib_device_dev(raw)) };
+            return Err(e);
+        }
         // The RDMA core owns the device now: do not free it.
         core::mem::forget(self);
+        // SAFETY: `dev` is registered and was never linked, and the reference taken above goes
+        // to the list.
+        unsafe { T::devices().push(dev) };
         Ok(())
     }
 }
@@ -787,9 +833,14 @@ impl<T: Driver> Drop for RegisteredDevice<T> {
     }
 }
 
-/// Owns all devices of driver `T`: dropping it unregisters every remaining
-/// device with `T`'s driver id and waits for pending unregistrations
-/// (`ib_unregister_driver`).
+/// Owns all devices of driver `T`: dropping it unregisters every device in
+/// `T`'s [`Devices`] list that is still registered, and waits for the
+/// unregistrations already under way, so that no callback of `T` runs
+/// afterwards.
+///
+/// Only `T`'s own devices are touched: unlike `ib_unregister_driver`, which
+/// unregisters every device with `T`'s driver id, whichever driver it belongs
+/// to.
 ///
 /// A module that registers devices keeps one of these in its state, so that
 /// no device outlives the module's code.
@@ -810,8 +861,125 @@ impl<T: Driver> Default for DriverRegistration<T> {
 
 impl<T: Driver> Drop for DriverRegistration<T> {
     fn drop(&mut self) {
-        // SAFETY: FFI call; it fences all unregistrations of the driver id.
-        unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.as_raw()) };
+        T::devices().unregister_all();
+    }
+}
+
+/// The devices a driver registered: a `static` of the driver, returned by
+/// [`Driver::devices`].
+///
+/// [`UnregisteredDevice::register`] links each device here with a reference
+/// on its `struct device`, which keeps the `struct ib_device` (not the
+/// driver's state) allocated. A device stays linked after its unregistration
+/// until it is reaped: at the next registration, or at module unload by
+/// [`DriverRegistration`]. Reaping waits until the device's
+/// `dealloc_driver` has returned: the RDMA core calls it, last of all ops,
+/// under the device's unregistration lock, which `ib_unregister_device`
+/// takes as well. That is the fence `ib_unregister_driver` gives, without
+/// its side effect on other drivers of the same driver id.
+///
+/// # Invariants
+///
+/// `head` is a lock-less list (`struct llist_head`) of the `owned` links of
+/// registered (or formerly registered) `Device<T>`s, each holding one
+/// `struct device` reference that the list owns.
+pub struct Devices<T: Driver> {
+    head: Opaque<bindings::llist_head>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: The list is only changed with the lock-less list's atomic operations
+// (`llist_add`, `llist_del_all`), and the devices it links are owned by the
+// list, not by a thread.
+unsafe impl<T: Driver> Sync for Devices<T> {}
+
+impl<T: Driver> Devices<T> {
+    /// Creates an empty list.
+    pub const fn new() -> Self {
+        // INVARIANT: The list is empty.
+        Self {
+            head: Opaque::new(bindings::llist_head {
+                first: ptr::null_mut(),
+            }),
+            _t: PhantomData,
+        }
+    }
+
+    /// Links `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must be a registered device that is not linked, and the caller
+    /// gives the list a reference on its `struct device`.
+    unsafe fn push(&self, dev: NonNull<Device<T>>) {
+        // SAFETY: The device is valid (the list's reference keeps it allocated), and its link is
+        // in no list. `llist_add` is safe against concurrent adds and removals.
+        // INVARIANT: The link of a `Device<T>`, with a reference for the list.
+        unsafe {
+            bindings::llist_add(
+                Opaque::cast_into(&raw const (*dev.as_ptr()).owned),
+                self.head.get(),
+            )
+        };
+    }
+
+    /// Unlinks every device and calls `f` on each, with the list's
+    /// reference, which `f` drops or gives back with [`Devices::push`].
+    fn take_each(&self, mut f: impl FnMut(NonNull<Device<T>>)) {
+        // SAFETY: `head` is a valid list head; `llist_del_all` is atomic.
+        let mut node = unsafe { bindings::llist_del_all(self.head.get()) };
+        while let Some(n) = NonNull::new(node) {
+            // SAFETY: `n` is the `owned` link of a valid `Device<T>` by the type invariant, now
+            // out of the list; the next link is read before `f` may link `n` again.
+            let (dev, next) = unsafe {
+                let dev = kernel::container_of!(Opaque::cast_from(n.as_ptr()), Device<T>, owned);
+                (NonNull::new_unchecked(dev.cast_mut()), (*n.as_ptr()).next)
+            };
+            node = next;
+            f(dev);
+        }
+    }
+
+    /// Unregisters `dev` if it is still registered, or waits until the
+    /// unregistration under way has returned from `dealloc_driver`, then
+    /// drops the list's reference, which the caller took out of the list.
+    fn release(dev: NonNull<Device<T>>) {
+        let raw = dev.as_ptr().cast::<bindings::ib_device>();
+        // SAFETY: The list's reference keeps the `struct ib_device` allocated. The device was
+        // registered and uses `dealloc_driver`. `ib_unregister_device` takes the device's
+        // unregistration lock, which a concurrent unregistration holds until `dealloc_driver`
+        // has returned; on a device already unregistered it does nothing else.
+        unsafe { bindings::ib_unregister_device(raw) };
+        // SAFETY: Drops the list's reference.
+        unsafe { bindings::put_device(bindings::ib_device_dev(raw)) };
+    }
+
+    /// Drops the devices whose `dealloc_driver` has run, once it has
+    /// returned. Process context.
+    fn reap(&self) {
+        self.take_each(|dev| {
+            // SAFETY: The list's reference keeps the device allocated, and `released` with it.
+            if unsafe { (*dev.as_ptr()).released.load(Acquire) } {
+                Self::release(dev);
+            } else {
+                // SAFETY: `dev` is not linked; it was registered when it was linked first, and
+                // its reference goes back to the list.
+                unsafe { self.push(dev) };
+            }
+        });
+    }
+
+    /// Unregisters every device still registered and waits for those on
+    /// their way out. Process context; no device may be registered
+    /// concurrently.
+    fn unregister_all(&self) {
+        self.take_each(Self::release);
+    }
+}
+
+impl<T: Driver> Default for Devices<T> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -1086,6 +1254,8 @@ impl<T: Driver> OpsTable<T> {
             (*dev).mrs.destroy();
             (*dev).ahs.destroy();
         }
+        // SAFETY: `released` is valid until the memory is freed, which happens after this call.
+        unsafe { (*dev).released.store(true, Release) };
     }
 
     /// `alloc_hw_port_stats` callback.

@@ -23,6 +23,7 @@ use kernel::{
 };
 
 use super::{
+    coexist::Claim,
     hw_counters::{
         Counter,
         Counters, //
@@ -64,6 +65,8 @@ pub(crate) struct RrxeDev {
     pub(crate) counters: Counters,
     /// Keeps the RoCEv2 sockets of the net device's namespace open.
     _ns: NsUse,
+    /// Keeps `rdma_rxe` from loading while the device exists.
+    _claim: Claim,
     /// The net device the port is bound to, for the transmit path: held
     /// for the device's lifetime, so that softirq context never has to ask
     /// the RDMA core for it (`ib_device_get_netdev` is not softirq-safe).
@@ -84,8 +87,8 @@ impl RrxeDev {
         &self.ndev
     }
 
-    /// Creates the state of a device on top of `ndev`.
-    pub(crate) fn new(ndev: &net::Device) -> impl PinInit<Self, Error> {
+    /// Creates the state of a device on top of `ndev`, which holds `claim`.
+    pub(crate) fn new(ndev: &net::Device, claim: Claim) -> impl PinInit<Self, Error> {
         let mut raw_gid = [0u8; ETH_ALEN];
         if ndev.hw_addr(&mut raw_gid) == 0 {
             // Connection management needs a unique GID even without a MAC (e.g. `tun`).
@@ -106,6 +109,7 @@ impl RrxeDev {
             active_mtu: Atomic::new(mtu),
             counters: Counters::new(),
             _ns: ns?,
+            _claim: claim,
             ndev: held,
             mcast <- crate::rdma::lock::new_spinlock_irq!(KVec::new(), "RrxeDev::mcast"),
             atomic_ops <- crate::rdma::lock::new_spinlock_irq!((), "RrxeDev::atomic_ops"),

@@ -18,6 +18,7 @@ use crate::{
 use kernel::prelude::*;
 
 use super::{
+    coexist::Claim,
     device::RrxeDev,
     verbs::Rrxe, //
 };
@@ -38,7 +39,9 @@ impl LinkOps for RrxeLink {
             return Err(EEXIST);
         }
 
-        let mut dev = UnregisteredDevice::<Rrxe>::new(RrxeDev::new(ndev))?;
+        // Before anything is allocated: `EBUSY` while `rdma_rxe` is loaded.
+        let claim = Claim::new(ibdev_name)?;
+        let mut dev = UnregisteredDevice::<Rrxe>::new(RrxeDev::new(ndev, claim))?;
         dev.mark_name_assigned_by_user();
         dev.set_node_desc(c"rrxe");
         dev.set_ca_ports(1);

@@ -8,6 +8,7 @@
 //! Ethernet device `DEV` that rdma-core's stock `rxe` provider drives.
 
 mod ah;
+mod coexist;
 mod cq;
 mod device;
 mod hw_counters;
@@ -41,8 +42,9 @@ use kernel::prelude::*;
 /// The module state.
 ///
 /// Fields are dropped in declaration order, which is the teardown order at
-/// unload: no new links, then every device unregistered, then no more net
-/// device events.
+/// unload: no new links, then every rrxe device unregistered (and no other
+/// driver's), then no more net device events, and last the guard that keeps
+/// `rdma_rxe` out while rrxe devices exist.
 #[pin_data]
 pub(crate) struct RrxeModule {
     #[pin]
@@ -53,11 +55,14 @@ pub(crate) struct RrxeModule {
     namespaces: ns::Registration,
     #[pin]
     netdev_events: notifier::Registration<net::NetEvents>,
+    #[pin]
+    rxe_guard: coexist::Registration,
 }
 
 impl kernel::InPlaceModule for RrxeModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
+            rxe_guard <- coexist::Registration::new(try_init!(coexist::RxeGuard {})),
             netdev_events <- notifier::Registration::new(try_init!(net::NetEvents {})),
             namespaces <- ns::Registration::new(),
             devices: DriverRegistration::new(),

@@ -18,6 +18,7 @@ use crate::rdma::{
     device::{
         self,
         Device,
+        Devices,
         Driver, //
     },
     hw_counters::StatDesc,
@@ -95,6 +96,9 @@ fn check_port(port: u32) -> Result {
     }
 }
 
+/// Every rrxe device, for unloading the module (see [`Devices`]).
+static DEVICES: Devices<Rrxe> = Devices::new();
+
 #[vtable]
 impl Driver for Rrxe {
     type Data = RrxeDev;
@@ -109,6 +113,10 @@ impl Driver for Rrxe {
     const DRIVER_ID: DriverId = DriverId::Rxe;
     const UVERBS_ABI_VER: u32 = param::UVERBS_ABI_VERSION;
     const OWNER: &'static ThisModule = &crate::THIS_MODULE;
+
+    fn devices() -> &'static Devices<Self> {
+        &DEVICES
+    }
 
     fn query_device(dev: &Device<Self>, udata: Option<&Udata>) -> Result<DeviceAttr> {
         // No driver data in either direction.
