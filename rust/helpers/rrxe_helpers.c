@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
+#include <linux/ratelimit.h>
 #include <linux/refcount.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -249,6 +250,18 @@ struct dst_entry *rrxe_helper_rtable_dst(struct rtable *rt)
 void rrxe_helper_dst_hold(struct dst_entry *dst)
 {
 	dst_hold(dst);
+}
+
+/*
+ * Whether a CQ overrun may be logged now: at most 10 messages in 5 s for
+ * all CQs (user space can overrun its CQs at will; the C driver uses
+ * ibdev_err_ratelimited).
+ */
+bool rrxe_helper_cq_overrun_ratelimit(void)
+{
+	static DEFINE_RATELIMIT_STATE(rs, 5 * HZ, 10);
+
+	return __ratelimit(&rs);
 }
 
 /* The cookie ip6_dst_check() compares, taken when the route is looked up. */

@@ -112,6 +112,13 @@ impl<T: Driver> Cq<T> {
         unsafe { bindings::cq_comp_handler(self.as_raw()) }
     }
 
+    /// Whether a CQ overrun may be logged now (`__ratelimit`: a few
+    /// messages every few seconds, for all CQs). Any context.
+    pub fn overrun_message_allowed() -> bool {
+        // SAFETY: No arguments; the helper's rate-limit state is its own static.
+        unsafe { bindings::cq_overrun_ratelimit() }
+    }
+
     /// Reports a CQ overrun (`IB_EVENT_CQ_ERR`) to the consumer.
     pub fn report_overrun(&self) {
         // SAFETY: The CQ is valid.

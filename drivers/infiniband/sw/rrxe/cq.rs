@@ -69,8 +69,8 @@ struct Inner {
     /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP`.
     notify: u32,
     /// An overrun was reported and no completion fitted since: a user who
-    /// keeps its CQ full gets one message and one `IB_EVENT_CQ_ERR`, not
-    /// one per lost completion (the C driver rate-limits the message).
+    /// keeps its CQ full gets one `IB_EVENT_CQ_ERR` (each allocates an
+    /// event on its async file), not one per lost completion.
     overrun: bool,
 }
 
@@ -259,8 +259,12 @@ impl RrxeCq {
             inner.overrun = true;
             drop(inner);
             if first {
-                pr_err!("rrxe: CQ overrun\n");
                 cq.report_overrun();
+            }
+            // User space can empty one slot and overrun again at every
+            // doorbell: the message is rate-limited besides.
+            if Cq::<Rrxe>::overrun_message_allowed() {
+                pr_err!("rrxe: CQ overrun\n");
             }
             return Err(e);
         }

@@ -109,9 +109,11 @@ const CREATE_QP_RESP_SIZE: usize = 32;
 /// most `max_rd_atomic` READs and a window of packets outstanding).
 const MAX_HELD: usize = 512;
 
-/// Most WQEs one run of a requester or of a flush handles with interrupts
-/// off; the QP's kick continues past it (the C driver's tasks stop after
-/// `RXE_MAX_ITERATIONS`, 1024, and reschedule, in process context).
+/// Most WQEs one run of the UD requester or of a flush handles with
+/// interrupts off (RC and UC runs are bounded by the PSN window and the
+/// transmit credit); the QP's kick, BH work, continues past it (the C
+/// driver's tasks stop after `RXE_MAX_ITERATIONS`, 1024, and reschedule, in
+/// process context).
 pub(crate) const MAX_WQES_PER_RUN: u32 = 256;
 
 /// A work queue's slots.
@@ -970,19 +972,32 @@ impl RrxeQp {
         }
     }
 
-    /// Forgets the connected QP's cached route once it went stale
-    /// (`dst_check`: a route, address or device change), so that
-    /// [`Self::prepare_tx`] looks it up again. Run at each doorbell and when
-    /// a timer fires (lost packets may mean a changed route); the C driver
-    /// checks its cached route for every packet.
+    /// Replaces the connected QP's cached route once it went stale
+    /// (`dst_check`: a route, address or device change) by a new lookup.
+    /// Run at each doorbell and when a timer fires (lost packets may mean a
+    /// changed route); the C driver checks its cached route for every
+    /// packet. When the new lookup fails (the link is down, say) the old
+    /// route stays: the retransmit timer keeps running, so the QP recovers
+    /// or exhausts its retries instead of waiting for nothing.
     fn revalidate_route(qp: &Qp<Rrxe>) {
-        if !qp.tx_ready.load(Relaxed) {
+        if !qp.tx_ready.load(Relaxed) || !xmit_allowed() {
             return;
         }
+        let (path, rqpn) = {
+            let st = qp.state.lock();
+            match &st.tx {
+                Some(t) if !t.route_is_current() => (st.path, st.attr.dest_qp_num()),
+                _ => return,
+            }
+        };
+        let Ok(ctx) = TxCtx::resolve(qp.device(), &path, qp.qp_num(), rqpn) else {
+            return;
+        };
         let mut st = qp.state.lock();
-        if st.tx.as_ref().is_some_and(|t| !t.route_is_current()) {
-            st.tx = None;
-            qp.tx_ready.store(false, Relaxed);
+        if st.tx.is_some() && st.path == path && st.attr.dest_qp_num() == rqpn {
+            // The old context is dropped here, under the lock: releasing a
+            // route reference does not sleep.
+            st.tx = Some(ctx);
         }
     }
 
