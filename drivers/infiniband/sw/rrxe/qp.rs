@@ -506,13 +506,13 @@ pub(crate) struct State {
     /// `None` with an SRQ.
     pub(crate) rq: Option<Wq>,
     /// What the completer needs of each started send WQE, by slot.
-    pub(crate) sq_meta: KVec<WqeMeta>,
+    pub(crate) sq_meta: KVVec<WqeMeta>,
     /// Snapshot of the send WQE being sent.
-    pub(crate) sq_snap: KVec<u8>,
+    pub(crate) sq_snap: KVVec<u8>,
     /// Slot of the snapshot in `sq_snap`.
     pub(crate) snap_index: Option<u32>,
     /// Snapshot of the receive WQE being filled.
-    pub(crate) rq_snap: KVec<u8>,
+    pub(crate) rq_snap: KVVec<u8>,
     /// The primary path, from `modify_qp`.
     pub(crate) path: Path,
     /// The resolved route and headers; dropped when the path changes.
@@ -569,8 +569,8 @@ fn caps_of(c: &QpCap) -> Caps {
     }
 }
 
-fn zeroed_vec<T: Clone + Default>(n: usize) -> Result<KVec<T>> {
-    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+fn zeroed_vec<T: Clone + Default>(n: usize) -> Result<KVVec<T>> {
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
     v.resize(n, T::default(), GFP_KERNEL)?;
     Ok(v)
 }
