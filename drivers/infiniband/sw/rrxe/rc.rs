@@ -1357,6 +1357,30 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
     to_error(qp, st);
 }
 
+/// Checks the memory a READ or the first packet of a WRITE names, before
+/// anything is read or placed, as the C driver's `check_length` and
+/// `check_rkey`: a DMA length above 2^31 is an Invalid Request (IBTA C9-94;
+/// it also keeps a READ's responses within 2^23 PSNs at MTU 256), a bad key
+/// or range anywhere in `[va, va + len)` a Remote Access Error. A zero
+/// length is not checked against the R_Key (C9-88).
+fn check_reth(qp: &Qp<Rrxe>, reth: &Reth, need: Need) -> Result<(), NakCode> {
+    if !rc::dma_len_ok(reth.dma_len) {
+        return Err(NakCode::InvalidRequest);
+    }
+    if reth.dma_len > 0 {
+        mem::check_remote(
+            qp.device(),
+            qp.pd_id(),
+            reth.rkey,
+            need,
+            reth.va,
+            reth.dma_len,
+        )
+        .map_err(|_| NakCode::RemoteAccessError)?;
+    }
+    Ok(())
+}
+
 /// Accepts a READ request at `psn` for the memory `reth` names: checks the
 /// whole range before anything is read, then starts its responses, which
 /// [`stream_read`] continues later if the transmit credit runs out. Returns
@@ -1368,21 +1392,7 @@ fn start_read(
     reth: &Reth,
     msn: u32,
 ) -> Result<u32, NakCode> {
-    // IBTA C9-94; also keeps the responses' PSN span below 2^23 at MTU 256.
-    if !rc::dma_len_ok(reth.dma_len) {
-        return Err(NakCode::InvalidRequest);
-    }
-    if reth.dma_len > 0 {
-        mem::check_remote(
-            qp.device(),
-            qp.pd_id(),
-            reth.rkey,
-            Need::RemoteRead,
-            reth.va,
-            reth.dma_len,
-        )
-        .map_err(|_| NakCode::RemoteAccessError)?;
-    }
+    check_reth(qp, reth, Need::RemoteRead)?;
     let count = packet_count(reth.dma_len, path_mtu(st));
     let r = ReadStream {
         psn,
@@ -1614,20 +1624,7 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 let Some(reth) = pkt.ext().reth else {
                     return uc_drop(st, psn);
                 };
-                // The whole range is checked before anything is placed, as
-                // the C driver's `check_rkey` does (C9-94: at most 2^31).
-                if !rc::dma_len_ok(reth.dma_len)
-                    || (reth.dma_len > 0
-                        && mem::check_remote(
-                            dev,
-                            pd_id,
-                            reth.rkey,
-                            Need::RemoteWrite,
-                            reth.va,
-                            reth.dma_len,
-                        )
-                        .is_err())
-                {
+                if check_reth(qp, &reth, Need::RemoteWrite).is_err() {
                     return uc_drop(st, psn);
                 }
                 st.resp.write_va = reth.va;
@@ -1843,26 +1840,8 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 let Some(reth) = pkt.ext().reth else {
                     return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
                 };
-                // IBTA C9-94: a DMA length above 2^31 is an invalid request
-                // (as the C driver's `check_length`).
-                if !rc::dma_len_ok(reth.dma_len) {
-                    return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
-                }
-                // The whole range is checked before anything is placed, as
-                // the C driver's `check_rkey` does: a WRITE past the end of
-                // its MR places nothing.
-                if reth.dma_len > 0
-                    && mem::check_remote(
-                        dev,
-                        pd_id,
-                        reth.rkey,
-                        Need::RemoteWrite,
-                        reth.va,
-                        reth.dma_len,
-                    )
-                    .is_err()
-                {
-                    return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+                if let Err(code) = check_reth(qp, &reth, Need::RemoteWrite) {
+                    return resp_fail(qp, st, code, None, psn);
                 }
                 st.resp.write_va = reth.va;
                 st.resp.write_rkey = reth.rkey;
