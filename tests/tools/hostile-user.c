@@ -19,12 +19,14 @@
  * of a fresh RC pair in the same process):
  *   loopback     RC SEND, RDMA WRITE and READ at 1, 4097 and 65536 bytes
  *                and a UD SEND between QPs of this device, bytes compared
- *   doorbell-ud  a UD QP in RTS, its 4096-slot SQ full of WQEs with opcode
- *                0xff and random fields; a thread keeps the SQ producer one
+ *   doorbell-ud  a UD QP in RTS, its 2^16-slot SQ full of WQEs with random
+ *                fields, every other one with opcode 0xff, the others SENDs
+ *                through its AH whose SGE names no MR; a thread keeps the SQ producer one
  *                slot behind the consumer (the ring always full) and the CQ
  *                empty for SECONDS while another rings the doorbell: each
- *                doorbell must return within 1 s, and the kernel must
- *                consume the ring once the thread stops
+ *                doorbell must return within 1 s, a real-time thread's
+ *                1 ms timer must never be 50 ms late (the probe, below),
+ *                and the kernel must consume the ring once the thread stops
  *   flush-rc     an RC QP moved to ERR with its SQ and RQ full; the thread
  *                keeps both producers one behind their consumers and the CQ
  *                empty while the doorbell rings: each flush bounded likewise
@@ -78,6 +80,8 @@ _Static_assert(sizeof(struct rxe_queue_buf) == 384, "rxe_queue_buf layout");
 #define QKEY 0x11111111u
 /* The longest a doorbell (or a modify_qp, destroy) may take. */
 #define MAX_CALL_MS 1000.0
+/* The latest a 1 ms timer of the probe may fire during an attack. */
+#define MAX_LATE_MS 50.0
 
 static double attack_secs = 2.0;
 /*
@@ -154,15 +158,15 @@ static uint64_t rnd(void)
 static void fill_random(void *p, size_t n)
 {
 	uint8_t *b = p;
-	uint64_t r = 0;
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		if (!(i & 7))
-			r = rnd();
-		b[i] = r;
-		r >>= 8;
+	for (i = 0; i + 8 <= n; i += 8) {
+		uint64_t r = rnd();
+
+		memcpy(b + i, &r, 8);
 	}
+	for (; i < n; i++)
+		b[i] = rnd();
 }
 
 static uint32_t ld(uint32_t *p)
@@ -194,6 +198,74 @@ static void pin_to_cpu(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * The probe: a SCHED_FIFO thread on the CPU that rings the doorbell sleeps
+ * to absolute 1 ms deadlines and records how late it wakes.  A timer
+ * interrupt cannot come while interrupts are off, and softirq work yields
+ * to a real-time thread after a bounded burst, so its lateness is the
+ * longest stretch the kernel kept that CPU from user space: on a
+ * one-CPU guest, where the racer cannot run while the kernel loops, the
+ * one figure that tells a bounded doorbell from a whole ring's.  Without
+ * the privilege for SCHED_FIFO it is reported, not judged.
+ */
+struct probe {
+	pthread_t th;
+	volatile int stop;
+	int fifo;
+	uint64_t ticks;
+	double max_late;
+};
+
+static void *probe_fn(void *arg)
+{
+	struct probe *p = arg;
+	struct sched_param sp = { .sched_priority = 50 };
+	struct timespec next;
+
+	pin_to_cpu(0);
+	p->fifo = !pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!p->stop) {
+		struct timespec now;
+		double late;
+
+		next.tv_nsec += 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		late = (now.tv_sec - next.tv_sec) * 1e3 + (now.tv_nsec - next.tv_nsec) * 1e-6;
+		if (late > p->max_late)
+			p->max_late = late;
+		/* Late: the next deadline counts from now, not in a burst. */
+		if (late > 1)
+			next = now;
+		p->ticks++;
+	}
+	return NULL;
+}
+
+static void probe_start(struct probe *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (pthread_create(&p->th, NULL, probe_fn, p))
+		die("pthread_create");
+}
+
+static void probe_stop(struct probe *p, const char *what)
+{
+	p->stop = 1;
+	pthread_join(p->th, NULL);
+	printf("%s: 1 ms timer of the %s probe: %" PRIu64 " ticks, at most %.1f ms late\n",
+	       what, p->fifo ? "SCHED_FIFO" : "SCHED_OTHER (not judged)", p->ticks, p->max_late);
+	fflush(stdout);
+	if (p->fifo && p->max_late > MAX_LATE_MS)
+		fail("%s: the kernel kept the CPU from a real-time thread for %.0f ms (limit %.0f ms)",
+		     what, p->max_late, MAX_LATE_MS);
 }
 
 /* ------------------------------------------------- the shared queues */
@@ -690,13 +762,22 @@ struct race {
 	struct qbuf *cq;
 	volatile int stop, done;
 	uint64_t consumed[2], cqes, iterations;
+	/* The longest the racer went without a round, and the times it
+	 * found the kernel had consumed the whole ring it left (it fell
+	 * behind, and the kernel may have stopped at its producer). */
+	double max_gap_ms;
+	uint64_t caught_up;
+	/* Set by the ringer around each doorbell; the racer's rounds while
+	 * it was set, and those in which it saw the kernel's consumer move. */
+	volatile int ringing;
+	uint64_t rounds_ringing, moved_ringing;
 };
 
 static void *racer(void *arg)
 {
 	struct race *r = arg;
 	uint32_t last[2] = { 0, 0 }, lastp = 0;
-	double end = now_ms() + attack_secs * 1e3;
+	double t = now_ms(), end = t + attack_secs * 1e3;
 	int i;
 
 	pin_to_cpu(1);
@@ -706,6 +787,8 @@ static void *racer(void *arg)
 	if (r->cq)
 		lastp = ld(&r->cq->hdr->producer_index);
 	while (!r->stop) {
+		int ringing = r->ringing, moved = 0;
+
 		for (i = 0; i < 2; i++) {
 			struct qbuf *q = r->wq[i];
 			uint32_t c;
@@ -715,7 +798,14 @@ static void *racer(void *arg)
 			c = ld(&q->hdr->consumer_index);
 			st(&q->hdr->producer_index, (c + q->mask) & q->mask);
 			r->consumed[i] += (c - last[i]) & q->mask;
+			if (((c - last[i]) & q->mask) == q->mask)
+				r->caught_up++;
+			moved |= c != last[i];
 			last[i] = c;
+		}
+		if (ringing) {
+			r->rounds_ringing++;
+			r->moved_ringing += moved;
 		}
 		if (r->cq) {
 			uint32_t p = ld(&r->cq->hdr->producer_index);
@@ -725,8 +815,15 @@ static void *racer(void *arg)
 			lastp = p;
 		}
 		/* The clock is read once in 64 rounds: the racer stays tight. */
-		if (!(++r->iterations & 63) && now_ms() > end)
-			break;
+		if (!(++r->iterations & 63)) {
+			double n = now_ms();
+
+			if (n - t > r->max_gap_ms)
+				r->max_gap_ms = n - t;
+			t = n;
+			if (n > end)
+				break;
+		}
 	}
 	r->done = 1;
 	return NULL;
@@ -746,12 +843,48 @@ static void fill_bad_opcode(struct qbuf *q)
 	}
 }
 
-/* Waits (at most ms) until the kernel consumed q up to its producer index. */
-static int wait_consumed(struct qbuf *q, double ms, const char *what)
+/*
+ * Makes every other slot of a UD SQ a SEND through the QP's own AH (number
+ * ah_num) of 64 bytes whose SGE names no MR: the kernel resolves the AH and
+ * builds the packet before the gather fails (LOC_PROT_ERR), the most work a
+ * WQE can cost without taking transmit credit.
+ */
+static void fill_failing_sends(struct qbuf *q, uint32_t ah_num, uint32_t qpn)
+{
+	uint32_t i;
+
+	for (i = 1; i <= q->mask; i += 2) {
+		struct rxe_send_wqe *w = (void *)slot_at(q, i);
+
+		w->wr.opcode = IBV_WR_SEND;
+		w->wr.send_flags = 0;
+		w->wr.wr.ud.remote_qpn = qpn;
+		w->wr.wr.ud.remote_qkey = QKEY;
+		w->wr.wr.ud.pkey_index = 0;
+		w->wr.wr.ud.ah_num = ah_num;
+		w->dma.length = 64;
+		w->dma.resid = 64;
+		w->dma.num_sge = 1;
+		w->dma.cur_sge = 0;
+		w->dma.sge_offset = 0;
+		w->dma.sge[0].length = 64;
+		w->dma.sge[0].lkey = 0xbad00000u | (i & 0xfffff);
+	}
+}
+
+/*
+ * Waits (at most ms) until the kernel consumed q up to its producer index,
+ * keeping cq empty and ringing qp's doorbell (a flush stops at a full CQ
+ * until a doorbell or a completion comes again).
+ */
+static int wait_consumed(struct qbuf *q, struct qbuf *cq, struct ibv_qp *qp, double ms,
+			 const char *what)
 {
 	double t = now_ms(), end = t + ms;
 
 	while (ld(&q->hdr->consumer_index) != (ld(&q->hdr->producer_index) & q->mask)) {
+		st(&cq->hdr->consumer_index, ld(&cq->hdr->producer_index));
+		doorbell(qp);
 		if (now_ms() > end) {
 			fail("%s: the kernel did not consume up to the producer index within %.0f s "
 			     "(consumer %u, producer %u)", what, ms / 1e3,
@@ -781,8 +914,11 @@ static void ring_while_racing(struct ibv_qp *qp, struct race *r, struct ibv_send
 	while (!r->done) {
 		struct ibv_send_wr *bad;
 		double t = now_ms();
-		int rc = (n & 1) && wr ? ibv_post_send(qp, wr, &bad) : doorbell(qp);
+		int rc;
 
+		r->ringing = 1;
+		rc = (n & 1) && wr ? ibv_post_send(qp, wr, &bad) : doorbell(qp);
+		r->ringing = 0;
 		t = now_ms() - t;
 		if (rc)
 			errs++;
@@ -792,9 +928,12 @@ static void ring_while_racing(struct ibv_qp *qp, struct race *r, struct ibv_send
 		n++;
 	}
 	printf("%s: %" PRIu64 " doorbells (%" PRIu64 " refused), max %.1f ms per doorbell, "
-	       "mean %.3f ms; racer %" PRIu64 " iterations; WQEs consumed SQ %" PRIu64
-	       " RQ %" PRIu64 ", CQEs %" PRIu64 "\n", what, n, errs, max, n ? total / n : 0,
-	       r->iterations, r->consumed[0], r->consumed[1], r->cqes);
+	       "mean %.3f ms; racer %" PRIu64 " iterations (longest gap %.1f ms, fell a ring "
+	       "behind %" PRIu64 " times; %" PRIu64 " rounds during doorbells, %" PRIu64
+	       " saw the kernel consume); WQEs consumed SQ %" PRIu64 " RQ %" PRIu64
+	       ", CQEs %" PRIu64 "\n", what, n, errs, max, n ? total / n : 0, r->iterations,
+	       r->max_gap_ms, r->caught_up, r->rounds_ringing, r->moved_ringing,
+	       r->consumed[0], r->consumed[1], r->cqes);
 	fflush(stdout);
 	if (max > MAX_CALL_MS)
 		fail("%s: a doorbell took %.0f ms (limit %.0f ms)", what, max, MAX_CALL_MS);
@@ -823,15 +962,21 @@ static int case_doorbell_ud(void)
 	struct ibv_qp *qp;
 	struct ibv_ah *ah;
 	struct race r = { 0 };
+	struct probe pr;
 	pthread_t th;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 0,
 				  .opcode = IBV_WR_SEND };
+	uint32_t ah_num;
 	double t;
 
 	dev_open(&d);
-	cq = make_cq(&d, 2000, &cqq);
-	qp = make_qp(&d, IBV_QPT_UD, cq, 4095, 255, 2, 0, &sq, &rq);
+	/* Room for two rings of completions: a CQ that overflows while the
+	 * racer is held up makes the old kernel print once per WQE. */
+	cq = make_cq(&d, 32767, &cqq);
+	/* A long ring: 2^16 WQEs, one doorbell's worth where the kernel
+	 * takes what the producer index says (about 50 ms of TCG). */
+	qp = make_qp(&d, IBV_QPT_UD, cq, (1 << 16) - 1, 255, 2, 0, &sq, &rq);
 	note("UD QP %#x: SQ %u slots of %zu bytes, RQ %u slots of %zu bytes", qp->qp_num,
 	     sq.mask + 1, elem_size(&sq), rq.mask + 1, elem_size(&rq));
 	bring_up(qp, 0, NULL);
@@ -839,18 +984,32 @@ static int case_doorbell_ud(void)
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = qp->qp_num;
 	wr.wr.ud.remote_qkey = QKEY;
+	/* The AH's number as the provider writes it in a WQE: post, read. */
+	{
+		uint32_t p = ld(&sq.hdr->producer_index);
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+
+		if (ibv_post_send(qp, &wr, &bad))
+			die("ibv_post_send");
+		ah_num = ((struct rxe_send_wqe *)slot_at(&sq, p))->wr.wr.ud.ah_num;
+		poll_one(cq, &wc, 5000);
+	}
 	fill_bad_opcode(&sq);
+	fill_failing_sends(&sq, ah_num, qp->qp_num);
 	/* The ring full before the first doorbell. */
 	st(&sq.hdr->producer_index, (ld(&sq.hdr->consumer_index) + sq.mask) & sq.mask);
 	r.wq[0] = &sq;
 	r.cq = &cqq;
+	probe_start(&pr);
 	if (pthread_create(&th, NULL, racer, &r))
 		die("pthread_create");
 	ring_while_racing(qp, &r, &wr, "doorbell-ud");
 	pthread_join(th, NULL);
+	probe_stop(&pr, "doorbell-ud");
 	/* The rest of the ring, then one doorbell on an empty queue. */
 	doorbell(qp);
-	wait_consumed(&sq, 20000, "doorbell-ud SQ");
+	wait_consumed(&sq, &cqq, qp, 20000, "doorbell-ud SQ");
 	note("doorbell-ud: QP state after: %s", qp_state_name(qp));
 	st(&cqq.hdr->consumer_index, ld(&cqq.hdr->producer_index));
 	t = now_ms();
@@ -872,14 +1031,15 @@ static int case_flush_rc(void)
 	struct ibv_qp *qp, *peer;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	struct race r = { 0 };
+	struct probe pr;
 	pthread_t th;
 	uint32_t i;
 	double t;
 
 	dev_open(&d);
-	cq = make_cq(&d, 8000, &cqq);
+	cq = make_cq(&d, 32767, &cqq);
 	cq2 = make_cq(&d, 16, NULL);
-	qp = make_qp(&d, IBV_QPT_RC, cq, 4095, 1023, 2, 0, &sq, &rq);
+	qp = make_qp(&d, IBV_QPT_RC, cq, (1 << 16) - 1, 4095, 2, 0, &sq, &rq);
 	peer = make_qp(&d, IBV_QPT_RC, cq2, 16, 16, 1, 0, NULL, NULL);
 	note("RC QP %#x: SQ %u slots of %zu bytes, RQ %u slots of %zu bytes", qp->qp_num,
 	     sq.mask + 1, elem_size(&sq), rq.mask + 1, elem_size(&rq));
@@ -896,6 +1056,7 @@ static int case_flush_rc(void)
 	r.wq[0] = &sq;
 	r.wq[1] = &rq;
 	r.cq = &cqq;
+	probe_start(&pr);
 	if (pthread_create(&th, NULL, racer, &r))
 		die("pthread_create");
 	t = now_ms();
@@ -907,9 +1068,10 @@ static int case_flush_rc(void)
 		fail("flush-rc: modify_qp to ERR took %.0f ms", t);
 	ring_while_racing(qp, &r, NULL, "flush-rc");
 	pthread_join(th, NULL);
+	probe_stop(&pr, "flush-rc");
 	doorbell(qp);
-	wait_consumed(&sq, 20000, "flush-rc SQ");
-	wait_consumed(&rq, 20000, "flush-rc RQ");
+	wait_consumed(&sq, &cqq, qp, 20000, "flush-rc SQ");
+	wait_consumed(&rq, &cqq, qp, 20000, "flush-rc RQ");
 	note("flush-rc: QP state after: %s, peer: %s", qp_state_name(qp), qp_state_name(peer));
 	st(&cqq.hdr->consumer_index, ld(&cqq.hdr->producer_index));
 	t = now_ms();
@@ -1088,6 +1250,7 @@ static int case_garbage(void)
 	pthread_t th;
 	uint64_t doorbells = 0, dberr = 0, writes = 0, polled = 0, ok = 0;
 	uint64_t status[32] = { 0 };
+	struct probe pr;
 	double t, end, max = 0;
 	int i, j, n;
 
@@ -1143,6 +1306,7 @@ static int case_garbage(void)
 		for (j = 0; j <= (int)g->q[i].rq.mask; j++)
 			garbage_recv_wqe(g, &g->q[i], slot_at(&g->q[i].rq, j));
 	}
+	probe_start(&pr);
 	if (pthread_create(&th, NULL, scribbler, g))
 		die("pthread_create");
 	pin_to_cpu(0);
@@ -1184,6 +1348,7 @@ static int case_garbage(void)
 	}
 	g->stop = 1;
 	pthread_join(th, NULL);
+	probe_stop(&pr, "garbage");
 	printf("garbage: %" PRIu64 " index or header writes, %" PRIu64 " slot rewrites by the "
 	       "racing thread, %" PRIu64 " doorbells (%" PRIu64 " refused), max %.1f ms per "
 	       "doorbell, in %.0f ms\n", writes, g->scribbles, doorbells, dberr, max,
@@ -1470,6 +1635,52 @@ static int case_die(void)
 	return bad;
 }
 
+/* ------------------------------------------------------- case big-qp */
+
+/*
+ * QPs and CQs as large as the device says it allows (max_qp_wr,
+ * max_cqe), and above: each is created or refused with an error, never
+ * with a kernel report; what was created is destroyed.
+ */
+static int case_big_qp(void)
+{
+	struct ibv_device_attr da;
+	struct dev d;
+	struct ibv_cq *cq;
+	uint32_t wr[4];
+	int i;
+
+	dev_open(&d);
+	if (ibv_query_device(d.ctx, &da))
+		die("ibv_query_device");
+	cq = ibv_create_cq(d.ctx, da.max_cqe, NULL, NULL, 0);
+	note("big-qp: CQ of max_cqe %d: %s", da.max_cqe, cq ? "created" : strerror(errno));
+	if (!cq)
+		cq = make_cq(&d, 16, NULL);
+	wr[0] = 1 << 17;
+	wr[1] = 1 << 18;
+	wr[2] = da.max_qp_wr;
+	wr[3] = da.max_qp_wr + 1u;
+	for (i = 0; i < 4; i++) {
+		struct ibv_qp_init_attr a = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = i % 2 ? IBV_QPT_RC : IBV_QPT_UD,
+			.cap = { .max_send_wr = wr[i], .max_recv_wr = wr[i], .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		double t = now_ms();
+		struct ibv_qp *qp = ibv_create_qp(d.pd, &a);
+
+		note("big-qp: %s QP of %u WRs each way: %s in %.0f ms", i % 2 ? "RC" : "UD", wr[i],
+		     qp ? "created" : strerror(errno), now_ms() - t);
+		if (qp)
+			destroy_qp(qp, "big");
+	}
+	if (ibv_destroy_cq(cq))
+		fail("big-qp: ibv_destroy_cq: %s", strerror(errno));
+	dev_close(&d);
+	return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -1519,6 +1730,8 @@ int main(int argc, char **argv)
 			r = case_garbage();
 		else if (!strcmp(c, "die"))
 			r = case_die();
+		else if (!strcmp(c, "big-qp"))
+			r = case_big_qp();
 		else
 			goto usage;
 		/* After an attack: a fresh RC pair still carries checked data. */
@@ -1532,6 +1745,6 @@ int main(int argc, char **argv)
 	return failed;
 usage:
 	fprintf(stderr, "usage: hostile-user [-C] [-t SECONDS] [-s SEED] [-n CHILDREN] "
-		"DEVICE GID_INDEX {loopback|doorbell-ud|flush-rc|garbage|die}...\n");
+		"DEVICE GID_INDEX {loopback|doorbell-ud|flush-rc|garbage|die|big-qp}...\n");
 	return 2;
 }
