@@ -843,6 +843,26 @@ static void fill_bad_opcode(struct qbuf *q)
 	}
 }
 
+/* The statuses of the completions a CQ's slots hold (the last ring's). */
+static void cq_statuses(struct qbuf *cq, const char *what)
+{
+	uint64_t n[33] = { 0 };
+	uint32_t i;
+
+	for (i = 0; i <= cq->mask; i++) {
+		struct ib_uverbs_wc *wc = (void *)slot_at(cq, i);
+
+		if (wc->wr_id >> 32 == 0xbad)
+			n[wc->status < 32 ? wc->status : 32]++;
+	}
+	printf("%s: the CQ's slots hold", what);
+	for (i = 0; i < 33; i++)
+		if (n[i])
+			printf(" %" PRIu64 " %s;", n[i], i < 32 ? ibv_wc_status_str(i) : "other");
+	printf("\n");
+	fflush(stdout);
+}
+
 /*
  * Makes every other slot of a UD SQ a SEND through the QP's own AH (number
  * ah_num) of 64 bytes whose SGE names no MR: the kernel resolves the AH and
@@ -1007,6 +1027,7 @@ static int case_doorbell_ud(void)
 	ring_while_racing(qp, &r, &wr, "doorbell-ud");
 	pthread_join(th, NULL);
 	probe_stop(&pr, "doorbell-ud");
+	cq_statuses(&cqq, "doorbell-ud");
 	/* The rest of the ring, then one doorbell on an empty queue. */
 	doorbell(qp);
 	wait_consumed(&sq, &cqq, qp, 20000, "doorbell-ud SQ");
