@@ -1586,9 +1586,9 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return uc_drop(st, psn);
             };
             let placed = rc::message_len_after(r.offset, plen).ok_or(MemError::Length);
-            if let Err(e) = placed.and_then(|_| {
-                mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload)
-            }) {
+            if let Err(e) = placed
+                .and_then(|_| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload))
+            {
                 let status = match e {
                     MemError::Length => WcStatus::LocLenErr,
                     _ => WcStatus::LocProtErr,
@@ -1618,8 +1618,15 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 // the C driver's `check_rkey` does (C9-94: at most 2^31).
                 if !rc::dma_len_ok(reth.dma_len)
                     || (reth.dma_len > 0
-                        && mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteWrite, reth.va, reth.dma_len)
-                            .is_err())
+                        && mem::check_remote(
+                            dev,
+                            pd_id,
+                            reth.rkey,
+                            Need::RemoteWrite,
+                            reth.va,
+                            reth.dma_len,
+                        )
+                        .is_err())
                 {
                     return uc_drop(st, psn);
                 }
@@ -1785,9 +1792,9 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             };
             let placed = rc::message_len_after(r.offset, plen).ok_or(MemError::Length);
-            if let Err(e) = placed.and_then(|_| {
-                mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload)
-            }) {
+            if let Err(e) = placed
+                .and_then(|_| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, r.offset, payload))
+            {
                 let (code, status) = match e {
                     MemError::Length => (NakCode::InvalidRequest, WcStatus::LocLenErr),
                     _ => (NakCode::RemoteOperationalError, WcStatus::LocProtErr),
@@ -1845,8 +1852,15 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 // the C driver's `check_rkey` does: a WRITE past the end of
                 // its MR places nothing.
                 if reth.dma_len > 0
-                    && mem::check_remote(dev, pd_id, reth.rkey, Need::RemoteWrite, reth.va, reth.dma_len)
-                        .is_err()
+                    && mem::check_remote(
+                        dev,
+                        pd_id,
+                        reth.rkey,
+                        Need::RemoteWrite,
+                        reth.va,
+                        reth.dma_len,
+                    )
+                    .is_err()
                 {
                     return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
                 }

@@ -166,7 +166,10 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         }
         // An AH of another PD (another process's, or the kernel's) is never
         // used: as the C driver's `rxe_get_av`, the WQE fails.
-        let Some(ah) = dev.lookup_ah(w.ah_num).filter(|ah| ah.pd_id() == qp.pd_id()) else {
+        let Some(ah) = dev
+            .lookup_ah(w.ah_num)
+            .filter(|ah| ah.pd_id() == qp.pd_id())
+        else {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
             continue;
         };

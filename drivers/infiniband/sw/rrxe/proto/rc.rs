@@ -266,7 +266,10 @@ mod tests {
         assert!(!dma_len_ok(MAX_MSG_LEN + 1));
         assert!(!dma_len_ok(u32::MAX));
         assert_eq!(message_len_after(0, 1024), Some(1024));
-        assert_eq!(message_len_after(MAX_MSG_LEN - 1024, 1024), Some(MAX_MSG_LEN));
+        assert_eq!(
+            message_len_after(MAX_MSG_LEN - 1024, 1024),
+            Some(MAX_MSG_LEN)
+        );
         assert_eq!(message_len_after(MAX_MSG_LEN - 1023, 1024), None);
         // A SEND stream past 4 GiB fails instead of wrapping the offset.
         assert_eq!(message_len_after(u32::MAX - 100, 1024), None);
@@ -275,7 +278,9 @@ mod tests {
         let span = crate::segment::packet_count(MAX_MSG_LEN, crate::segment::PathMtu::Mtu256);
         assert_eq!(span, 1 << 23);
         assert!(span <= Psn::MASK / 2 + 1);
-        assert!(crate::segment::packet_count(MAX_MSG_LEN + 1, crate::segment::PathMtu::Mtu256) > span);
+        assert!(
+            crate::segment::packet_count(MAX_MSG_LEN + 1, crate::segment::PathMtu::Mtu256) > span
+        );
     }
 
     #[test]
