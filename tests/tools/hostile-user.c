@@ -44,6 +44,8 @@
  *                kill themselves mid-transfer (some scribbling their queues,
  *                some right after fork, some exit holding everything): each
  *                must be reaped within 20 s
+ *   big-qp       QPs of 2^17, 2^18, max_qp_wr and max_qp_wr + 1 WRs and a CQ
+ *                of max_cqe: created or refused, and destroyed
  *
  * -t sets SECONDS (2), -s the random seed (printed), -n CHILDREN (16); -C
  * spares the C driver what it does not survive (see c_driver below).
