@@ -14,6 +14,9 @@
 #       it shares one with the other suites of its kind and kernel)
 #   # host-check: SCRIPT     run on the host after each run, with the
 #       run's folder of VM 1 (vm1/out/DIR) as argument
+#   # tools: NAME...         test tools tests/tools/NAME.c the suite runs:
+#       built on the host (scripts/build-tool) and staged in the guest as
+#       /rrxe/in/NAME
 # Inside a suite TEST_LEVEL is quick or full, for matrices that only the
 # complete level runs in full.
 
@@ -47,6 +50,14 @@ plan_runs() {
 		done
 	done | awk '{ k = ($3 == "debug" ? 0 : 1) ($2 == "pair" ? 0 : 1); print k, NR, $0 }' |
 		sort -k1,1 -k2,2n | cut -d' ' -f3-
+}
+
+# plan_tools PLAN_LINES: the tools the suites of the plan name, once each.
+plan_tools() {
+	local f
+	while read -r _ _ _ _ _ _ _ _ f; do
+		suite_header "$f" tools
+	done | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 # boot_script PLAN_LINES: the guest script of one boot.

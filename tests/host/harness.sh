@@ -99,4 +99,9 @@ expect plan-full-mixed "debug-pair:vm/p[rxe,debug]:60 debug-pair:vm/p[rxe+rrxe,d
 expect plan-drivers "debug-pair:vm/p[rxe,debug]:60" "$(plan full rxe)"
 expect script "run_suite p-rxe-debug rxe rxe 60 p.pair.sh" \
 	"$(plan_runs quick rxe "$RUN"/suites/*.sh | boot_script | grep run_suite)"
+# The test tools of a boot's suites, each once; none for suites naming none.
+printf '# runs: rrxe@debug\n# tools: t2 t1\n' >"$RUN/suites/r.one.sh"
+printf '# runs: rrxe@debug\n# tools: t1\n' >"$RUN/suites/s.one.sh"
+expect tools "t1 t2" "$(plan_runs quick rrxe "$RUN"/suites/*.sh | awk '$1 == "debug-one"' | plan_tools)"
+expect tools-none "" "$(plan_runs quick rrxe "$RUN"/suites/*.sh | awk '$1 == "debug-pair"' | plan_tools)"
 exit $failed
