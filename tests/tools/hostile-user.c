@@ -1693,8 +1693,21 @@ static int case_big_qp(void)
 		double t = now_ms();
 		struct ibv_qp *qp = ibv_create_qp(d.pd, &a);
 
+		int err = qp ? 0 : errno;
+
 		note("big-qp: %s QP of %u WRs each way: %s in %.0f ms", i % 2 ? "RC" : "UD", wr[i],
-		     qp ? "created" : strerror(errno), now_ms() - t);
+		     qp ? "created" : strerror(err), now_ms() - t);
+		/*
+		 * 2^17 WRs once failed in page_alloc (a kmalloc'ed array, with a
+		 * WARN): it must be created.  Up to max_qp_wr only memory may be
+		 * short; above it the answer is EINVAL, as rxe_qp_chk_init's.
+		 */
+		if (i == 0 && !qp)
+			fail("big-qp: a QP of 2^17 WRs must be created");
+		if (i > 0 && i < 3 && !qp && err != ENOMEM)
+			fail("big-qp: only ENOMEM may refuse a QP within max_qp_wr");
+		if (i == 3 && (qp || err != EINVAL))
+			fail("big-qp: max_qp_wr + 1 must be refused with EINVAL");
 		if (qp)
 			destroy_qp(qp, "big");
 	}

@@ -7,6 +7,7 @@
 #   garbage      random WQEs, producer indices (past the mask, backward:
 #                suspicion S4), kernel-owned indices and headers on RC, UC
 #                and UD pairs, rewritten while the kernel reads them
+#   big-qp       QPs of 2^17 WRs up to max_qp_wr + 1 (EINVAL), a CQ of max_cqe
 #   die          children killed holding every kind of object mid-transfer;
 #                `rdma res` back at its baseline afterwards
 # Every doorbell must return within 1 s and, during each attack, a
@@ -75,6 +76,7 @@ res_back() {
 	echo "now:      $(res_line)"
 	return $rc
 }
+check "big-qp" hostile big-qp
 check "res-back-at-baseline" res_back
 echo "# rdma res after: $(res_line)"
 rdma res show qp | grep -v "comm \[" | sed 's/^/# left: /'
