@@ -1133,6 +1133,11 @@ impl<T: Driver> Qp<T> {
                 qp.qp_num()
             );
         }
+        // `unpublish` may have cancelled a queued kick (a UD WQE waiting for
+        // its route, a bounded run's continuation), and the timers were shut
+        // down whether armed or not: one kick lets the driver look at the
+        // QP again and re-arm what it still needs (review suspicion S3).
+        qp.kick();
     }
 
     /// The last steps of destruction, after the driver's: waits for the
