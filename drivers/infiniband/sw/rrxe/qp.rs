@@ -974,8 +974,9 @@ impl RrxeQp {
 
     /// Replaces the connected QP's cached route once it went stale
     /// (`dst_check`: a route, address or device change) by a new lookup.
-    /// Run at each doorbell and when a timer fires (lost packets may mean a
-    /// changed route); the C driver checks its cached route for every
+    /// Run at each doorbell, when a timer fires (lost packets may mean a
+    /// changed route) and when a packet arrives on a stale route (a QP
+    /// that only responds); the C driver checks its cached route for every
     /// packet. When the new lookup fails (the link is down, say) the old
     /// route stays: the retransmit timer keeps running, so the QP recovers
     /// or exhausts its retries instead of waiting for nothing.
@@ -1072,52 +1073,58 @@ impl RrxeQp {
     }
 
     /// A packet for this QP passed the receive checks. `ip` is its IP
-    /// header and `protocol` the EtherType. On [`Taken::Hold`] the caller
-    /// passes the packet's skb to [`RrxeQp::hold`].
-    pub(crate) fn rcv(qp: &Qp<Rrxe>, pkt: &Packet<'_>, ip: &[u8], protocol: u16) -> Taken {
+    /// header and `protocol` the EtherType. The QP's state stays locked in
+    /// the returned [`Received`] until it is dropped; on [`Taken::Hold`]
+    /// the caller hands the packet's skb to [`Received::hold`] first, so
+    /// that the decision to hold and the queueing are one critical
+    /// section: a packet received meanwhile on another CPU cannot be
+    /// handled before the held one (review suspicion S1).
+    pub(crate) fn rcv<'q>(
+        qp: &'q Qp<Rrxe>,
+        pkt: &Packet<'_>,
+        ip: &[u8],
+        protocol: u16,
+    ) -> Received<'q> {
         Self::prepare_tx(qp);
         let ty = qp.qp_type();
-        let mut taken = Taken::Done;
+        let mut st = qp.state.lock();
+        // Acknowledges and READ responses go out through the cached route
+        // too: for a QP that only responds, a route found stale here
+        // (`dst_check`) is looked up again before the answer is built.
+        if matches!(ty, qp_type::RC | qp_type::UC)
+            && st.tx.as_ref().is_some_and(|t| !t.route_is_current())
         {
-            let mut st = qp.state.lock();
-            match ty {
-                qp_type::RC | qp_type::UC => {
-                    // Connected services take packets from the peer only.
-                    match super::recv::src_gid(protocol, ip) {
-                        Some(src) if src == st.path.dgid => {}
-                        _ => return Taken::Done,
+            drop(st);
+            Self::revalidate_route(qp);
+            st = qp.state.lock();
+        }
+        let mut taken = Taken::Done;
+        match ty {
+            qp_type::RC | qp_type::UC => {
+                // Connected services take packets from the peer only.
+                match super::recv::src_gid(protocol, ip) {
+                    Some(src) if src == st.path.dgid => {
+                        if pkt.info().is_request() {
+                            taken = rc::on_request(qp, &mut st, pkt);
+                        } else {
+                            rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
+                        }
                     }
-                    if pkt.info().is_request() {
-                        taken = rc::on_request(qp, &mut st, pkt);
-                    } else {
-                        rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
-                    }
+                    _ => {}
                 }
-                qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol),
-                _ => return Taken::Done,
             }
+            qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol),
+            _ => {}
         }
-        // A receive WQE taken from the SRQ may have crossed its limit, or an
-        // error moved the QP to ERR.
-        Self::report_events(qp);
-        tx::send_queued(qp);
-        taken
+        Received {
+            qp,
+            st: Some(st),
+            taken,
+            held: false,
+        }
     }
 
-    /// Holds a request that arrived while a READ is being answered
-    /// ([`Taken::Hold`]); the kick handles it once the READ's responses are
-    /// out. Beyond [`MAX_HELD`] requests the packet is dropped, as a full
-    /// receive queue would: the requester sends it again.
-    pub(crate) fn hold(qp: &Qp<Rrxe>, mut skb: SkBuff) {
-        if qp.rxq.len() < MAX_HELD {
-            // The route of a received packet may be valid only in this softirq.
-            skb.drop_dst();
-            qp.rxq.push_back(skb);
-        }
-        qp.kick();
-    }
-
-    /// A timer of the QP fired.
+    /// A timer of the QP fired.    /// A timer of the QP fired.
     pub(crate) fn timer(qp: &Qp<Rrxe>, t: QpTimer) {
         Self::revalidate_route(qp);
         Self::prepare_tx(qp);
@@ -1197,5 +1204,49 @@ impl RrxeQp {
             Self::flush(qp, &mut st);
         }
         Ok(())
+    }
+}
+
+/// A received packet's QP with its state still locked, from
+/// [`RrxeQp::rcv`]. Dropping it unlocks the state, then reports the events
+/// the packet caused (a receive WQE taken from the SRQ may have crossed its
+/// limit, or an error moved the QP to ERR) and sends what it queued.
+#[must_use]
+pub(crate) struct Received<'q> {
+    qp: &'q Qp<Rrxe>,
+    st: Option<kernel::sync::lock::Guard<'q, State, crate::rdma::lock::SpinLockIrqBackend>>,
+    taken: Taken,
+    held: bool,
+}
+
+impl Received<'_> {
+    /// What became of the packet.
+    pub(crate) fn taken(&self) -> Taken {
+        self.taken
+    }
+
+    /// Holds the packet's skb, which arrived while a READ is being answered
+    /// ([`Taken::Hold`]), behind the requests held before it; the kick
+    /// handles them once the READ's responses are out. Beyond
+    /// [`MAX_HELD`] requests the packet is dropped, as a full receive
+    /// queue would: the requester sends it again.
+    pub(crate) fn hold(mut self, mut skb: SkBuff) {
+        if self.qp.rxq.len() < MAX_HELD {
+            // The route of a received packet may be valid only in this softirq.
+            skb.drop_dst();
+            self.qp.rxq.push_back(skb);
+        }
+        self.held = true;
+    }
+}
+
+impl Drop for Received<'_> {
+    fn drop(&mut self) {
+        drop(self.st.take());
+        RrxeQp::report_events(self.qp);
+        tx::send_queued(self.qp);
+        if self.held {
+            self.qp.kick();
+        }
     }
 }

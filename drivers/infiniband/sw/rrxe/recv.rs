@@ -164,7 +164,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
             if let Some(qp) = dev.lookup_qp(qpn) {
                 if qp.qp_type() == qp_type::UD {
                     // UD packets are never held.
-                    let _ = RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
+                    drop(RrxeQp::rcv(&qp, &pkt, ip, skb.protocol()));
                     delivered = true;
                 }
             }
@@ -187,8 +187,9 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     // CAST: lengths of one IP packet fit in a `u64`.
     dev.counters
         .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
-    if RrxeQp::rcv(&qp, &pkt, ip, skb.protocol()) == Taken::Hold {
-        RrxeQp::hold(&qp, skb);
+    let received = RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
+    if received.taken() == Taken::Hold {
+        received.hold(skb);
     }
     Ok(())
 }
