@@ -174,7 +174,13 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
             continue;
         };
-        let tx_guard = ah.tx.lock();
+        let mut tx_guard = ah.tx.lock();
+        // A route that changed since it was cached (`dst_check`) is looked
+        // up again by the kick, as a missing one: rdma_rxe looks up a UD
+        // route for every packet.
+        if tx_guard.as_ref().is_some_and(|t| !t.route_is_current()) {
+            *tx_guard = None;
+        }
         let Some(tx) = tx_guard.as_ref() else {
             // The AH was created where no route lookup could run: the
             // QP's kick resolves it and sends this WQE then.
