@@ -26,7 +26,7 @@
 # runs: rrxe@debug
 # full-runs: rxe@debug
 # tools: hostile-user
-# timeout: 300
+# timeout: 600
 
 TOOL=/rrxe/in/hostile-user
 # Attack length (s) and children of the die case.
@@ -77,6 +77,11 @@ res_back() {
 	return $rc
 }
 check "big-qp" hostile big-qp
+# The status of an atomic at a misaligned iova is the driver's (-C: rdma_rxe's).
+if [ "$DRIVER" = rxe ]; then ATOMIC_FLAGS=-C; else ATOMIC_FLAGS=; fi
+check "atomic-iova" hostile $ATOMIC_FLAGS atomic-iova
+check "dereg-stream" hostile dereg-stream
+check "srq-resize" hostile srq-resize
 check "res-back-at-baseline" res_back
 echo "# rdma res after: $(res_line)"
 rdma res show qp | grep -v "comm \[" | sed 's/^/# left: /'
