@@ -46,9 +46,23 @@
  *                must be reaped within 20 s
  *   big-qp       QPs of 2^17, 2^18, max_qp_wr and max_qp_wr + 1 WRs and a CQ
  *                of max_cqe: created or refused, and destroyed
+ *   atomic-iova  atomics on an MR aligned in memory and iova succeed; an
+ *                aligned iova over memory at 4 mod 8 cannot be registered
+ *                (EINVAL) or, if it could, is an Invalid Request; atomics
+ *                at a misaligned iova, written in the SQ by hand, are
+ *                refused; memory checked byte for byte (review finding 12)
+ *   dereg-stream an MR deregistered while 16 RDMA WRITEs stream into it:
+ *                nothing lands once ibv_dereg_mr returned, the writer ends
+ *                in one REM_ACCESS_ERR and flushes; 5 rounds
+ *   srq-resize   an SRQ of max_sge receives grown by doubling up to
+ *                max_srq_wr (or -w): the probe's lateness around each
+ *                resize (review suspicion S5), then every pending WQE as
+ *                posted and SENDs into the first 64 checked byte for byte
  *
- * -t sets SECONDS (2), -s the random seed (printed), -n CHILDREN (16); -C
- * spares the C driver what it does not survive (see c_driver below).
+ * -t sets SECONDS (2), -s the random seed (printed), -n CHILDREN (16), -w
+ * the srq-resize case's largest SRQ; -C spares the C driver what it does
+ * not survive (see c_driver below) and expects its statuses where they
+ * differ (atomic-iova).
  * Lines starting with "# " are details, "FAIL: " lines failed checks; the
  * program exits 1 if a case failed.
  */
@@ -1717,13 +1731,787 @@ static int case_big_qp(void)
 	return 0;
 }
 
+/* --------------------------------------------------- case atomic-iova */
+
+/*
+ * An RC pair of this device on a CQ of its own, the requester's queues
+ * mapped (for WQEs written by hand).  Each erroring operation gets a fresh
+ * pair: its QP goes to ERR.
+ */
+struct pair {
+	struct ibv_cq *cq;
+	struct ibv_qp *a, *b;
+	struct qbuf sq, rq;
+};
+
+static void pair_up(struct dev *d, struct pair *p, uint32_t depth, struct ibv_srq *srq)
+{
+	p->cq = make_cq(d, 4 * depth + 8, NULL);
+	p->a = make_qp(d, IBV_QPT_RC, p->cq, depth, depth * 2 + 2, 1, 0, &p->sq, &p->rq);
+	if (srq) {
+		struct ibv_qp_init_attr a = {
+			.send_cq = p->cq, .recv_cq = p->cq, .srq = srq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		};
+
+		p->b = ibv_create_qp(d->pd, &a);
+		if (!p->b)
+			die("ibv_create_qp (SRQ)");
+	} else {
+		p->b = make_qp(d, IBV_QPT_RC, p->cq, depth, depth, 1, 0, NULL, NULL);
+	}
+	bring_up(p->a, p->b->qp_num, &d->gid);
+	bring_up(p->b, p->a->qp_num, &d->gid);
+}
+
+static void pair_down(struct pair *p, const char *what)
+{
+	destroy_qp(p->a, what);
+	destroy_qp(p->b, what);
+	if (ibv_destroy_cq(p->cq))
+		fail("%s: ibv_destroy_cq: %s", what, strerror(errno));
+}
+
+/*
+ * Posts an atomic as a WQE written by hand in the SQ ring (the provider
+ * refuses a misaligned remote address before the kernel sees it; a
+ * hostile user does not ask it), then rings the doorbell.
+ */
+static void post_atomic_by_hand(struct pair *p, const struct ibv_send_wr *wr)
+{
+	uint32_t prod = ld(&p->sq.hdr->producer_index);
+	struct rxe_send_wqe *w = (void *)slot_at(&p->sq, prod);
+
+	memset(w, 0, elem_size(&p->sq));
+	w->wr.wr_id = wr->wr_id;
+	w->wr.opcode = wr->opcode;
+	w->wr.send_flags = wr->send_flags;
+	w->wr.wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
+	w->wr.wr.atomic.compare_add = wr->wr.atomic.compare_add;
+	w->wr.wr.atomic.swap = wr->wr.atomic.swap;
+	w->wr.wr.atomic.rkey = wr->wr.atomic.rkey;
+	w->iova = wr->wr.atomic.remote_addr;
+	w->dma.length = 8;
+	w->dma.resid = 8;
+	w->dma.num_sge = 1;
+	w->dma.sge[0].addr = wr->sg_list[0].addr;
+	w->dma.sge[0].length = wr->sg_list[0].length;
+	w->dma.sge[0].lkey = wr->sg_list[0].lkey;
+	st(&p->sq.hdr->producer_index, (prod + 1) & p->sq.mask);
+	doorbell(p->a);
+}
+
+/*
+ * One atomic from a fresh pair: the status of its completion (-1 for none
+ * in 10 s) and, in *orig, the 8 bytes it returned.
+ */
+static int atomic_once(struct dev *d, struct ibv_mr *lmr, uint64_t *result, int fetch_add,
+		       uint64_t raddr, uint32_t rkey, uint64_t cmp_add, uint64_t swap,
+		       uint64_t *orig, const char *what)
+{
+	struct ibv_sge sge = { (uintptr_t)result, 8, lmr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 0xa70, .sg_list = &sge, .num_sge = 1,
+		.opcode = fetch_add ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+	struct pair p;
+	int status = -1, err;
+
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	*result = 0x5a5a5a5a5a5a5a5aull;
+	pair_up(d, &p, 8, NULL);
+	err = ibv_post_send(p.a, &wr, &bad);
+	if (err) {
+		note("atomic-iova: %s: ibv_post_send refused it (%s): written in the SQ by hand",
+		     what, strerror(err));
+		post_atomic_by_hand(&p, &wr);
+	}
+	if (poll_one(p.cq, &wc, 10000)) {
+		status = wc.status;
+		if (wc.wr_id != 0xa70)
+			fail("atomic-iova: %s: completion of wr_id %#" PRIx64, what, wc.wr_id);
+	}
+	*orig = *result;
+	note("atomic-iova: %s at %#" PRIx64 ": %s (requester QP %s after)", what, raddr,
+	     status < 0 ? "no completion" : ibv_wc_status_str(status), qp_state_name(p.a));
+	pair_down(&p, "atomic-iova");
+	return status;
+}
+
+#define ATOMIC_IOVA 0x100000ull
+
+/*
+ * One atomic of each kind against `m`, the memory of `rkey` at raddr,
+ * each from a fresh pair: its status must be `want`, the memory from 8
+ * bytes before m to 8 bytes past m + len unchanged, and the result buffer
+ * unwritten.  Returns the bytes compared.
+ */
+static int atomic_refused(struct dev *d, struct ibv_mr *lmr, uint64_t *result, uint8_t *m,
+			  size_t len, uint64_t raddr, uint32_t rkey, int want, const char *where,
+			  uint8_t *before)
+{
+	uint64_t v = 0x0123456789abcdefull, orig;
+	int fetch_add, s, checked = 0;
+
+	for (fetch_add = 0; fetch_add < 2; fetch_add++) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "%s, %s", fetch_add ? "FETCH_AND_ADD" : "CMP_AND_SWP",
+			 where);
+		memcpy(m, &v, 8);
+		memcpy(before, m - 8, len + 16);
+		s = atomic_once(d, lmr, result, fetch_add, raddr, rkey, fetch_add ? 1 : v,
+				v ^ 0xffff, &orig, what);
+		if (s != want)
+			fail("atomic-iova: %s: %s, want %s", what,
+			     s < 0 ? "no completion" : ibv_wc_status_str(s), ibv_wc_status_str(want));
+		/* The word, the rest of the MR and 8 bytes either side, byte for byte. */
+		if (memcmp(before, m - 8, len + 16))
+			fail("atomic-iova: %s: memory changed", what);
+		else
+			checked += len + 16;
+		if (*result != 0x5a5a5a5a5a5a5a5aull)
+			fail("atomic-iova: %s: the result buffer was written (%#" PRIx64 ")", what,
+			     *result);
+	}
+	return checked;
+}
+
+/*
+ * Review finding 12: an atomic needs its word 8-byte aligned in memory,
+ * not only in the iova.  An MR at an aligned iova over memory at 4 mod 8
+ * is what the finding needs; the core refuses to register it (uverbs
+ * requires the address's and the iova's page offsets to be equal, the
+ * reg_mr, rereg_mr and ioctl REG_MR paths alike), so the case checks that
+ * refusal, EINVAL, and should it ever be accepted, that both atomics at
+ * that iova are Invalid Requests (IBV_WC_REM_INV_REQ_ERR), the memory
+ * unchanged.  Then what a user can build: an MR aligned in both, where a
+ * CMP_AND_SWP and a FETCH_AND_ADD succeed, return the old value and update
+ * the word; the same MR's iova + 4, and an MR on memory at 4 mod 8 at an
+ * iova at 4 mod 8, each atomic written in the SQ by hand (the provider
+ * refuses a misaligned remote address in ibv_post_send): refused, the
+ * memory unchanged.  rrxe's requester refuses such a WQE before it leaves
+ * (IBV_WC_LOC_QP_OP_ERR), rdma_rxe's responder NAKs it (-C:
+ * IBV_WC_REM_INV_REQ_ERR).
+ */
+static int case_atomic_iova(void)
+{
+	const size_t len = 4096;
+	struct dev d;
+	uint8_t *mem, *good, *odd, *before;
+	uint64_t *result, orig, v = 0x1122334455667788ull, w;
+	struct ibv_mr *gmr, *omr, *lmr;
+	int flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ |
+		    IBV_ACCESS_REMOTE_WRITE;
+	int s, checked = 0;
+	int want_misaligned = c_driver ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_QP_OP_ERR;
+
+	dev_open(&d);
+	mem = aligned_alloc(4096, 6 * 4096);
+	before = malloc(2 * len + 16);
+	if (!mem || !before)
+		die("alloc");
+	/* Each MR with a page of room either side, for the bytes around it. */
+	good = mem + 4096;
+	odd = mem + 3 * 4096 + 4;
+	result = (uint64_t *)(mem + 5 * 4096 + 2048);
+	fill_random(mem, 5 * 4096);
+	gmr = ibv_reg_mr_iova(d.pd, good, len, ATOMIC_IOVA, flags);
+	lmr = ibv_reg_mr(d.pd, result, 8, IBV_ACCESS_LOCAL_WRITE);
+	if (!gmr || !lmr)
+		die("ibv_reg_mr_iova");
+
+	/* Control: aligned memory and iova. */
+	memcpy(good, &v, 8);
+	memcpy(before, good, len);
+	s = atomic_once(&d, lmr, result, 0, ATOMIC_IOVA, gmr->rkey, v, v + 1, &orig,
+			"CMP_AND_SWP, aligned MR");
+	memcpy(&w, good, 8);
+	if (s != IBV_WC_SUCCESS || orig != v || w != v + 1 || memcmp(good + 8, before + 8, len - 8))
+		fail("atomic-iova: CMP_AND_SWP on the aligned MR: %s, returned %#" PRIx64
+		     " (want %#" PRIx64 "), memory %#" PRIx64 " (want %#" PRIx64 ")%s",
+		     s < 0 ? "no completion" : ibv_wc_status_str(s), orig, v, w, v + 1,
+		     memcmp(good + 8, before + 8, len - 8) ? ", bytes past the word changed" : "");
+	else
+		checked += len;
+	memcpy(before, good, len);
+	s = atomic_once(&d, lmr, result, 1, ATOMIC_IOVA, gmr->rkey, 0x1000001, 0, &orig,
+			"FETCH_AND_ADD, aligned MR");
+	memcpy(&w, good, 8);
+	if (s != IBV_WC_SUCCESS || orig != v + 1 || w != v + 1 + 0x1000001 ||
+	    memcmp(good + 8, before + 8, len - 8))
+		fail("atomic-iova: FETCH_AND_ADD on the aligned MR: %s, returned %#" PRIx64
+		     " (want %#" PRIx64 "), memory %#" PRIx64 " (want %#" PRIx64 ")",
+		     s < 0 ? "no completion" : ibv_wc_status_str(s), orig, v + 1, w,
+		     v + 1 + 0x1000001);
+	else
+		checked += len;
+
+	/* The finding's MR: aligned iova, memory at 4 mod 8. */
+	omr = ibv_reg_mr_iova(d.pd, odd, len, ATOMIC_IOVA, flags);
+	note("atomic-iova: MR of memory %p (4 mod 8) at iova %#llx: %s", odd, ATOMIC_IOVA,
+	     omr ? "registered" : strerror(errno));
+	if (!omr && errno != EINVAL)
+		fail("atomic-iova: registering memory at 4 mod 8 at an aligned iova: %s, want %s",
+		     strerror(errno), strerror(EINVAL));
+	if (omr) {
+		checked += atomic_refused(&d, lmr, result, odd, len, ATOMIC_IOVA, omr->rkey,
+					  IBV_WC_REM_INV_REQ_ERR, "aligned iova, memory 4 mod 8",
+					  before);
+		if (ibv_dereg_mr(omr))
+			fail("atomic-iova: ibv_dereg_mr: %s", strerror(errno));
+	}
+
+	/* What a user can register: both at 4 mod 8; and the aligned MR's iova + 4. */
+	omr = ibv_reg_mr_iova(d.pd, odd, len, ATOMIC_IOVA + 4, flags);
+	if (!omr)
+		die("ibv_reg_mr_iova (iova 4 mod 8)");
+	checked += atomic_refused(&d, lmr, result, odd, len, ATOMIC_IOVA + 4, omr->rkey,
+				  want_misaligned, "iova and memory 4 mod 8", before);
+	checked += atomic_refused(&d, lmr, result, good + 4, len - 4, ATOMIC_IOVA + 4, gmr->rkey,
+				  want_misaligned, "aligned MR at iova + 4", before);
+	note("atomic-iova: %d bytes compared", checked);
+	if (ibv_dereg_mr(gmr) || ibv_dereg_mr(omr) || ibv_dereg_mr(lmr))
+		fail("atomic-iova: ibv_dereg_mr: %s", strerror(errno));
+	dev_close(&d);
+	free(before);
+	free(mem);
+	return 0;
+}
+
+/* -------------------------------------------------- case dereg-stream */
+
+#define DS_DEPTH 16
+#define DS_MAX 65536
+#define DS_TARGET (1u << 20)
+#define DS_ROUNDS 5
+
+/*
+ * The writer of a dereg-stream round: keeps DS_DEPTH signaled RDMA WRITEs
+ * in flight into the target MR, each from a source slot of its own filled
+ * with its words (id << 20 | word index), until a WRITE fails; then
+ * drains its completions and counts their statuses.
+ */
+struct ds {
+	struct pair p;
+	struct ibv_mr *smr;
+	uint8_t *src;
+	uint64_t raddr;
+	uint32_t rkey;
+	/* Ids of WRITEs: the next one (atomic), from 1. */
+	uint64_t next_id;
+	/* Completions counted by status; ok read by the main flow. */
+	uint64_t ok, rem_access, flushed, other;
+	int first_err, other_status, post_err, round;
+	volatile int done;
+};
+
+static const uint32_t ds_sizes[] = { 1, 8, 37, 1000, 4096, 4104, 16384, 30000, 65536 };
+
+static int ds_post(struct ds *s, uint32_t slot)
+{
+	uint64_t id = __atomic_fetch_add(&s->next_id, 1, __ATOMIC_SEQ_CST);
+	uint32_t len = ds_sizes[rnd() % (sizeof(ds_sizes) / sizeof(ds_sizes[0]))];
+	uint64_t off = (rnd() % (DS_TARGET - len + 1)) & ~7ull;
+	uint8_t *b = s->src + (size_t)slot * DS_MAX;
+	struct ibv_sge sge = { (uintptr_t)b, len, s->smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint32_t i;
+
+	for (i = 0; i * 8 < len; i++) {
+		uint64_t word = id << 20 | i;
+
+		memcpy(b + i * 8, &word, len - i * 8 < 8 ? len - i * 8 : 8);
+	}
+	wr.wr.rdma.remote_addr = s->raddr + off;
+	wr.wr.rdma.rkey = s->rkey;
+	return ibv_post_send(s->p.a, &wr, &bad);
+}
+
+static void *ds_writer(void *arg)
+{
+	struct ds *s = arg;
+	uint32_t slot, outstanding = 0;
+	int erred = 0;
+	double end = now_ms() + 30000;
+
+	/* Sizes and offsets of its own each round. */
+	rs = (seed ? seed : 1) ^ (0x9e3779b97f4a7c15ull * (uint64_t)(s->round + 1));
+
+	for (slot = 0; slot < DS_DEPTH; slot++) {
+		if (ds_post(s, slot)) {
+			s->post_err = errno;
+			break;
+		}
+		outstanding++;
+	}
+	while (outstanding && now_ms() < end) {
+		struct ibv_wc wc[DS_DEPTH];
+		int n = ibv_poll_cq(s->p.cq, DS_DEPTH, wc), i;
+
+		if (n == 0) {
+			/* One CPU: let the main flow and the kernel's receive
+			 * path run now and then. */
+			sched_yield();
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			outstanding--;
+			if (wc[i].status == IBV_WC_SUCCESS) {
+				__atomic_add_fetch(&s->ok, 1, __ATOMIC_SEQ_CST);
+			} else {
+				if (!erred)
+					s->first_err = wc[i].status;
+				erred = 1;
+				if (wc[i].status == IBV_WC_REM_ACCESS_ERR)
+					s->rem_access++;
+				else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+					s->flushed++;
+				else
+					s->other++, s->other_status = wc[i].status;
+			}
+			if (!erred && wc[i].status == IBV_WC_SUCCESS) {
+				if (ds_post(s, wc[i].wr_id)) {
+					s->post_err = errno;
+					erred = 1;
+				} else {
+					outstanding++;
+				}
+			}
+		}
+	}
+	if (outstanding)
+		fail("dereg-stream: %u WRITEs never completed", outstanding);
+	s->done = 1;
+	return NULL;
+}
+
+static void sleep_ms(double ms)
+{
+	struct timespec ts = { (time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6) };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * An MR deregistered while RDMA WRITEs stream into it: nothing may land
+ * once ibv_dereg_mr has returned.  The target buffer stays mapped in this
+ * process; right after the call it is copied, the writer goes on (its
+ * next WRITE fails with IBV_WC_REM_ACCESS_ERR, the rest are flushed), and
+ * 300 ms later the buffer must equal the copy byte for byte and hold no
+ * word of a WRITE posted after the call returned.  The kernel places
+ * WRITEs from its receive path (softirq or work items), so on one CPU
+ * they land while the main flow is inside the dereg call.
+ */
+static int case_dereg_stream(void)
+{
+	struct dev d;
+	uint8_t *target, *copy;
+	int round;
+
+	dev_open(&d);
+	target = aligned_alloc(4096, DS_TARGET);
+	copy = malloc(DS_TARGET);
+	if (!target || !copy)
+		die("alloc");
+	for (round = 0; round < DS_ROUNDS; round++) {
+		struct ds s = { .next_id = 1, .round = round };
+		struct ibv_mr *tmr;
+		pthread_t th;
+		double delay = 200 + round * 45 + rnd() % 20, t0, t1, wait0;
+		uint64_t ok_before, ok_at, id_after, changed = 0, late = 0, first_changed = 0, i;
+
+		memset(target, 0, DS_TARGET);
+		s.src = aligned_alloc(4096, (size_t)DS_DEPTH * DS_MAX);
+		if (!s.src)
+			die("alloc");
+		tmr = ibv_reg_mr(d.pd, target, DS_TARGET,
+				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		s.smr = ibv_reg_mr(d.pd, s.src, (size_t)DS_DEPTH * DS_MAX, IBV_ACCESS_LOCAL_WRITE);
+		if (!tmr || !s.smr)
+			die("ibv_reg_mr");
+		s.raddr = (uintptr_t)target;
+		s.rkey = tmr->rkey;
+		pair_up(&d, &s.p, DS_DEPTH, NULL);
+		if (pthread_create(&th, NULL, ds_writer, &s))
+			die("pthread_create");
+		sleep_ms(delay);
+		/* WRITEs must have landed before the dereg (a slow guest may need longer). */
+		wait0 = now_ms();
+		while (!__atomic_load_n(&s.ok, __ATOMIC_SEQ_CST) && !s.done && now_ms() - wait0 < 10000)
+			sleep_ms(10);
+		ok_before = __atomic_load_n(&s.ok, __ATOMIC_SEQ_CST);
+		t0 = now_ms();
+		if (ibv_dereg_mr(tmr))
+			fail("dereg-stream: ibv_dereg_mr: %s", strerror(errno));
+		t1 = now_ms();
+		memcpy(copy, target, DS_TARGET);
+		ok_at = __atomic_load_n(&s.ok, __ATOMIC_SEQ_CST);
+		/* Every WRITE with this id or a later one was posted after the call returned. */
+		id_after = __atomic_load_n(&s.next_id, __ATOMIC_SEQ_CST);
+		sleep_ms(300);
+		pthread_join(th, NULL);
+		for (i = 0; i < DS_TARGET; i++)
+			if (target[i] != copy[i] && !changed++)
+				first_changed = i;
+		for (i = 0; i + 8 <= DS_TARGET; i += 8) {
+			uint64_t word;
+
+			memcpy(&word, target + i, 8);
+			if (word >> 20 >= id_after && word >> 20 < s.next_id)
+				late++;
+		}
+		note("dereg-stream: round %d: dereg after %.0f ms and %" PRIu64
+		     " WRITEs completed, took %.1f ms (%" PRIu64 " more completed meanwhile); %"
+		     PRIu64 " WRITEs posted, completions: %"
+		     PRIu64 " success, %" PRIu64 " REM_ACCESS_ERR, %" PRIu64 " WR_FLUSH_ERR, %"
+		     PRIu64 " other; %u bytes compared, %" PRIu64 " changed, %" PRIu64
+		     " words of WRITEs posted after the dereg",
+		     round, t0 - wait0 + delay, ok_before, t1 - t0, ok_at - ok_before, s.next_id - 1,
+		     s.ok,
+		     s.rem_access, s.flushed, s.other, DS_TARGET, changed, late);
+		if (!ok_before)
+			fail("dereg-stream: round %d: no WRITE completed before the dereg", round);
+		if (changed)
+			fail("dereg-stream: round %d: %" PRIu64 " bytes changed after ibv_dereg_mr "
+			     "returned, the first at offset %" PRIu64, round, changed, first_changed);
+		if (late)
+			fail("dereg-stream: round %d: %" PRIu64 " words of WRITEs posted after "
+			     "ibv_dereg_mr returned landed", round, late);
+		if (s.first_err != IBV_WC_REM_ACCESS_ERR || s.rem_access != 1 || s.other ||
+		    s.post_err)
+			fail("dereg-stream: round %d: the writer must end in one REM_ACCESS_ERR and "
+			     "flushes: first error %s, %" PRIu64 " REM_ACCESS_ERR, %" PRIu64
+			     " of status %s, post error %s", round,
+			     s.first_err ? ibv_wc_status_str(s.first_err) : "none", s.rem_access,
+			     s.other, s.other ? ibv_wc_status_str(s.other_status) : "-",
+			     s.post_err ? strerror(s.post_err) : "none");
+		note("dereg-stream: round %d: requester QP %s", round, qp_state_name(s.p.a));
+		pair_down(&s.p, "dereg-stream");
+		if (ibv_dereg_mr(s.smr))
+			fail("dereg-stream: ibv_dereg_mr (source): %s", strerror(errno));
+		free(s.src);
+	}
+	dev_close(&d);
+	free(copy);
+	free(target);
+	return 0;
+}
+
+/* --------------------------------------------------- case srq-resize */
+
+/* Receives of the sample that SENDs consume after the resizes, and the
+ * bytes each SGE of theirs owns in the receive buffer. */
+#define SRQ_SAMPLE 64
+#define SRQ_STRIDE 64
+/*
+ * The longest a resize may keep the CPU from the probe: generous, what
+ * both drivers meet today (2026-12-03, debug kernel, at max_srq_wr: rrxe
+ * 271 ms, rdma_rxe 7 ms); review suspicion S5 is that the copy runs with
+ * interrupts off, and the printed figures size it.
+ */
+#define SRQ_MAX_LATE_MS 1000.0
+/* No resize after one that held the CPU this long: the next copies twice
+ * as much, and the guest's RCU stall detector fires at 21 s. */
+#define SRQ_STOP_LATE_MS 2000.0
+/* -w: the largest SRQ the case asks for (default and at most: max_srq_wr). */
+static uint32_t srq_cap;
+
+static uint32_t srq_sge_len(uint64_t i, uint32_t j)
+{
+	return 1 + (uint32_t)((i * 31 + j * 17) % 48);
+}
+
+/* FNV-1a, 64 bits. */
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ull;
+	return h;
+}
+
+/* The SRQ's mapping: the one uverbs mapping whose index_mask is mask. */
+static int find_srq(uint32_t mask, struct qbuf *q)
+{
+	struct maps none = { 0 }, now;
+
+	scan_maps(&now);
+	return find_queue(&none, &now, mask, sizeof(struct rxe_recv_wqe), "SRQ", q);
+}
+
+static size_t wqe_used(uint32_t nsge)
+{
+	return offsetof(struct rxe_recv_wqe, dma.sge) + nsge * sizeof(struct rxe_sge);
+}
+
+/*
+ * Review suspicion S5: resizing an SRQ copies its pending WQEs with the
+ * SRQ's lock held, interrupts off.  An SRQ of max_sge receives (large
+ * WQEs) is filled and grown by doubling, up to max_srq_wr (or -w); the
+ * probe's lateness around each ibv_modify_srq is how long the copy kept
+ * the one CPU.  Afterwards every pending WQE must be in the ring byte for
+ * byte as posted (a hash of each, taken from the ring when posted), in
+ * order, and SENDs to a QP on the SRQ must land in the first SRQ_SAMPLE
+ * receives' SGEs exactly.
+ */
+static int case_srq_resize(void)
+{
+	struct ibv_device_attr da;
+	struct dev d;
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sia = { 0 };
+	struct ibv_srq_attr sa;
+	struct ibv_mr *rmr, *smr;
+	struct ibv_sge *sges;
+	struct qbuf q;
+	struct maps before, after;
+	struct pair p;
+	uint8_t *rbuf, *src;
+	uint64_t *hashes, posted = 0, i, bytes = 0;
+	uint32_t nsge, cap, max_wr = 4095, j;
+	size_t area;
+	double worst = 0, worst_ms = 0;
+	uint64_t worst_n = 0, worst_bytes = 0, last_n = 0;
+	int resizes = 0;
+
+	dev_open(&d);
+	if (ibv_query_device(d.ctx, &da))
+		die("ibv_query_device");
+	nsge = da.max_srq_sge;
+	cap = srq_cap ? srq_cap : (uint32_t)da.max_srq_wr;
+	if (cap > (uint32_t)da.max_srq_wr)
+		cap = da.max_srq_wr;
+	area = (size_t)nsge * SRQ_STRIDE;
+	rbuf = aligned_alloc(4096, SRQ_SAMPLE * area);
+	src = aligned_alloc(4096, area);
+	sges = calloc(nsge, sizeof(*sges));
+	hashes = malloc(sizeof(*hashes) * ((size_t)cap + 1));
+	if (!rbuf || !src || !sges || !hashes)
+		die("alloc");
+	memset(rbuf, 0xa5, SRQ_SAMPLE * area);
+	rmr = ibv_reg_mr(d.pd, rbuf, SRQ_SAMPLE * area, IBV_ACCESS_LOCAL_WRITE);
+	smr = ibv_reg_mr(d.pd, src, area, IBV_ACCESS_LOCAL_WRITE);
+	if (!rmr || !smr)
+		die("ibv_reg_mr");
+	sia.attr.max_wr = max_wr;
+	sia.attr.max_sge = nsge;
+	scan_maps(&before);
+	srq = ibv_create_srq(d.pd, &sia);
+	if (!srq)
+		die("ibv_create_srq");
+	scan_maps(&after);
+	if (find_queue(&before, &after, slots_for(max_wr) - 1, wqe_used(nsge), "SRQ", &q))
+		exit(1);
+	note("srq-resize: max_srq_wr %d, max_srq_sge %d; SRQ of %u WRs of %u SGEs, %zu-byte "
+	     "slots; growing by doubling up to %u WRs", da.max_srq_wr, da.max_srq_sge, max_wr,
+	     nsge, elem_size(&q), cap);
+	for (;;) {
+		struct probe pr;
+		uint32_t next = max_wr * 2 + 1, pending;
+		double t, late;
+		uint64_t copied;
+		int err;
+		double tf = now_ms(), fill_ms;
+
+		/* Fill: post until the SRQ is full. */
+		for (;;) {
+			struct ibv_recv_wr wr = { .wr_id = posted, .sg_list = sges, .num_sge = nsge },
+					   *bad;
+			uint32_t prod = ld(&q.hdr->producer_index);
+
+			for (j = 0; j < nsge; j++) {
+				sges[j].addr = (uintptr_t)rbuf + (posted % SRQ_SAMPLE) * area +
+					       j * SRQ_STRIDE;
+				sges[j].length = srq_sge_len(posted, j);
+				sges[j].lkey = rmr->lkey;
+			}
+			if (posted > cap || ibv_post_srq_recv(srq, &wr, &bad))
+				break;
+			hashes[posted++] = hash_bytes(slot_at(&q, prod), wqe_used(nsge));
+		}
+		fill_ms = now_ms() - tf;
+		pending = (ld(&q.hdr->producer_index) - ld(&q.hdr->consumer_index)) & q.mask;
+		if (next > cap || next <= max_wr) {
+			note("srq-resize: %u receives pending in the last SRQ (filled in %.0f ms)",
+			     pending, fill_ms);
+			break;
+		}
+		copied = (uint64_t)pending << q.log2;
+		probe_start(&pr);
+		sleep_ms(20);
+		sa.max_wr = next;
+		t = now_ms();
+		err = ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR);
+		t = now_ms() - t;
+		sleep_ms(20);
+		pr.stop = 1;
+		pthread_join(pr.th, NULL);
+		late = pr.max_late;
+		note("srq-resize: %u -> %u WRs: %u pending WQEs, %" PRIu64 " bytes of slots copied; "
+		     "filled in %.0f ms, modify_srq %s in %.1f ms; the %s probe's timer at most "
+		     "%.1f ms late", max_wr, next, pending, copied, fill_ms,
+		     err ? strerror(err) : "done", t, pr.fifo ? "SCHED_FIFO" : "SCHED_OTHER", late);
+		if (err) {
+			if (err != ENOMEM)
+				fail("srq-resize: ibv_modify_srq to %u WRs: %s", next, strerror(err));
+			break;
+		}
+		resizes++;
+		last_n = pending;
+		if (pr.fifo && late > worst) {
+			worst = late;
+			worst_ms = t;
+			worst_n = pending;
+			worst_bytes = copied;
+		}
+		max_wr = next;
+		if (find_srq(slots_for(max_wr) - 1, &q))
+			exit(1);
+		if (late > SRQ_STOP_LATE_MS) {
+			note("srq-resize: no larger resize: this one kept the CPU %.0f ms", late);
+			break;
+		}
+	}
+	printf("srq-resize: %d resizes; the longest the kernel kept the CPU: %.1f ms, copying "
+	       "%" PRIu64 " WQEs (%" PRIu64 " bytes) in a modify_srq of %.1f ms\n",
+	       resizes, worst, worst_n, worst_bytes, worst_ms);
+	if (!resizes)
+		fail("srq-resize: no resize done");
+	if (worst > SRQ_MAX_LATE_MS)
+		fail("srq-resize: a resize kept the CPU %.0f ms (bound %.0f ms)", worst,
+		     SRQ_MAX_LATE_MS);
+	if (ibv_query_srq(srq, &sa) || sa.max_wr < max_wr)
+		fail("srq-resize: ibv_query_srq: max_wr %u after growing to %u", sa.max_wr, max_wr);
+
+	/* Every pending WQE as posted, in order, from the consumer index on. */
+	{
+		uint32_t c = ld(&q.hdr->consumer_index),
+			 n = (ld(&q.hdr->producer_index) - c) & q.mask;
+		uint64_t bad = 0, first_bad = 0;
+
+		if (n != posted)
+			fail("srq-resize: %u WQEs pending after the resizes, %" PRIu64 " posted", n,
+			     posted);
+		for (i = 0; i < n && i < posted; i++)
+			if (hash_bytes(slot_at(&q, c + i), wqe_used(nsge)) != hashes[i] && !bad++)
+				first_bad = i;
+		if (bad)
+			fail("srq-resize: %" PRIu64 " of %u pending WQEs differ from what was posted, "
+			     "the first the %" PRIu64 "th", bad, n, first_bad);
+		note("srq-resize: %u pending WQEs (%zu bytes each) in the ring as posted: %s", n,
+		     wqe_used(nsge), bad ? "no" : "yes");
+	}
+
+	/* SENDs into the first SRQ_SAMPLE receives, SGE by SGE. */
+	pair_up(&d, &p, 8, srq);
+	for (i = 0; i < SRQ_SAMPLE; i++) {
+		uint32_t total = 0, off = 0;
+		struct ibv_sge ss = { (uintptr_t)src, 0, smr->lkey };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bw;
+		uint8_t *r = rbuf + i * area;
+		int got = 0, bad = 0;
+
+		for (j = 0; j < nsge; j++)
+			total += srq_sge_len(i, j);
+		ss.length = total;
+		fill_random(src, total);
+		if (ibv_post_send(p.a, &wr, &bw))
+			die("ibv_post_send");
+		while (got < 2) {
+			struct ibv_wc wc;
+
+			if (!poll_one(p.cq, &wc, 10000)) {
+				fail("srq-resize: SEND %" PRIu64 ": no completion in 10 s", i);
+				bad = 1;
+				break;
+			}
+			got++;
+			if (wc.status != IBV_WC_SUCCESS) {
+				fail("srq-resize: SEND %" PRIu64 ": %s %s", i,
+				     wc.opcode & IBV_WC_RECV ? "receive" : "send",
+				     ibv_wc_status_str(wc.status));
+				bad = 1;
+			} else if (wc.opcode == IBV_WC_RECV &&
+				   (wc.wr_id != i || wc.byte_len != total)) {
+				fail("srq-resize: SEND %" PRIu64 " of %u bytes completed receive %" PRIu64
+				     " with %u bytes", i, total, wc.wr_id, wc.byte_len);
+				bad = 1;
+			}
+		}
+		if (bad)
+			break;
+		for (j = 0; j < nsge; j++) {
+			uint32_t l = srq_sge_len(i, j), k;
+
+			if (memcmp(r + j * SRQ_STRIDE, src + off, l))
+				bad = 1;
+			for (k = l; k < SRQ_STRIDE; k++)
+				if (r[j * SRQ_STRIDE + k] != 0xa5)
+					bad = 1;
+			off += l;
+		}
+		if (bad) {
+			fail("srq-resize: SEND %" PRIu64 ": the receive's SGEs do not hold its bytes "
+			     "exactly", i);
+			break;
+		}
+		bytes += area;
+	}
+	note("srq-resize: %" PRIu64 " receives consumed, %" PRIu64 " bytes compared", i, bytes);
+	pair_down(&p, "srq-resize");
+	if (ibv_destroy_srq(srq) || ibv_dereg_mr(rmr) || ibv_dereg_mr(smr))
+		fail("srq-resize: teardown: %s", strerror(errno));
+	/* The same last resize of an empty SRQ: what of it was the copy. */
+	if (last_n) {
+		struct ibv_srq_init_attr ea = { .attr = { .max_wr = last_n, .max_sge = nsge } };
+		struct ibv_srq *e = ibv_create_srq(d.pd, &ea);
+		struct probe pr;
+		double t;
+		int err;
+
+		if (e) {
+			probe_start(&pr);
+			sleep_ms(20);
+			sa.max_wr = last_n * 2 + 1;
+			t = now_ms();
+			err = ibv_modify_srq(e, &sa, IBV_SRQ_MAX_WR);
+			t = now_ms() - t;
+			sleep_ms(20);
+			pr.stop = 1;
+			pthread_join(pr.th, NULL);
+			note("srq-resize: the same resize of an empty SRQ (%" PRIu64 " -> %u WRs): %s in "
+			     "%.1f ms, the probe at most %.1f ms late", last_n, sa.max_wr,
+			     err ? strerror(err) : "done", t, pr.max_late);
+			if (ibv_destroy_srq(e))
+				fail("srq-resize: ibv_destroy_srq: %s", strerror(errno));
+		}
+	}
+	dev_close(&d);
+	free(hashes);
+	free(sges);
+	free(src);
+	free(rbuf);
+	return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
 {
 	int opt, i, failed = 0;
 
-	while ((opt = getopt(argc, argv, "t:s:n:C")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:n:w:C")) != -1) {
 		switch (opt) {
 		case 'C':
 			c_driver = 1;
@@ -1736,6 +2524,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			children = atoi(optarg);
+			break;
+		case 'w':
+			srq_cap = strtoul(optarg, NULL, 0);
 			break;
 		default:
 			goto usage;
@@ -1768,6 +2559,12 @@ int main(int argc, char **argv)
 			r = case_die();
 		else if (!strcmp(c, "big-qp"))
 			r = case_big_qp();
+		else if (!strcmp(c, "atomic-iova"))
+			r = case_atomic_iova();
+		else if (!strcmp(c, "dereg-stream"))
+			r = case_dereg_stream();
+		else if (!strcmp(c, "srq-resize"))
+			r = case_srq_resize();
 		else
 			goto usage;
 		/* After an attack: a fresh RC pair still carries checked data. */
@@ -1780,7 +2577,8 @@ int main(int argc, char **argv)
 	}
 	return failed;
 usage:
-	fprintf(stderr, "usage: hostile-user [-C] [-t SECONDS] [-s SEED] [-n CHILDREN] "
-		"DEVICE GID_INDEX {loopback|doorbell-ud|flush-rc|garbage|die|big-qp}...\n");
+	fprintf(stderr, "usage: hostile-user [-C] [-t SECONDS] [-s SEED] [-n CHILDREN] [-w SRQ_WR] "
+		"DEVICE GID_INDEX {loopback|doorbell-ud|flush-rc|garbage|die|big-qp|"
+		"atomic-iova|dereg-stream|srq-resize}...\n");
 	return 2;
 }
