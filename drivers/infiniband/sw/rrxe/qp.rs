@@ -133,6 +133,46 @@ pub(crate) struct Wq {
     ring: Ring,
 }
 
+/// A resize of a work queue in progress ([`Wq::resize_step`]): the new
+/// queue, in which WQE `j` is the old queue's WQE at `start + j`.
+pub(crate) struct Resize {
+    new: Wq,
+    start: u32,
+    copied: u32,
+    consumed: u32,
+    steps_left: u32,
+}
+
+impl Resize {
+    /// A resize into `new` of a queue whose consumer index is `start` now.
+    /// `old_slots` (the old ring's) bounds the number of steps.
+    pub(crate) fn new(new: Wq, start: u32, old_slots: u32, budget: u32) -> Self {
+        Self {
+            new,
+            start,
+            copied: 0,
+            consumed: 0,
+            steps_left: (old_slots / budget.max(1)).saturating_add(8),
+        }
+    }
+
+    /// The new queue, with the WQEs still pending at the last step, from
+    /// index 0 of its ring's positions relative to `start`.
+    pub(crate) fn finish(self) -> Wq {
+        let mut new = self.new;
+        let (c, p) = (self.consumed, self.copied);
+        match &mut new.ring {
+            Ring::User(buf) => {
+                buf.store_release(queue::OFF_PRODUCER, p);
+                buf.store_release(queue::OFF_CONSUMER, c);
+            }
+            Ring::Kernel { producer, .. } => *producer = p,
+        }
+        new.consumer = c;
+        new
+    }
+}
+
 /// Largest message (`RXE_PORT_MAX_MSG_SZ`, IBTA: 2^31 bytes).
 const MAX_MSG_SIZE: u64 = 1 << 31;
 
@@ -205,36 +245,57 @@ impl Wq {
         }
     }
 
-    /// Copies the pending WQEs into `new`, a queue of the same kind
-    /// (resize), which then holds them from index 0.
-    pub(crate) fn copy_pending_into(&self, new: &mut Wq) -> Result {
-        let n = self.count();
-        if n > new.geo.capacity() || self.is_user() != new.is_user() {
+    /// One bounded step of a resize ([`Resize`]), under the queue's lock:
+    /// copies at most `budget` of the pending WQEs not copied yet into the
+    /// new queue. `true` once every pending WQE is there (or the resize's
+    /// steps are spent): the caller then swaps in [`Resize::finish`]
+    /// within the same critical section.
+    ///
+    /// Between steps the lock is dropped, so that one resize of a ring of
+    /// up to `max_srq_wr` large WQEs does not keep interrupts off for the
+    /// whole copy (review suspicion S5; rdma_rxe copies the whole ring
+    /// under its irq-off lock). Meanwhile the receive path may take WQEs
+    /// from this queue: those are left out of the new one.
+    pub(crate) fn resize_step(&self, r: &mut Resize, budget: u32) -> Result<bool> {
+        if self.is_user() != r.new.is_user() {
             return Err(EINVAL);
         }
-        // Called under the queue's spinlock: copy through a small stack buffer, no allocation.
-        let len = self.geo.elem_size().min(new.geo.elem_size());
+        // Positions relative to where the resize began: [consumed, total)
+        // is pending now; [0, copied) was copied before.
+        let consumed = self.geo.count(self.consumer, r.start);
+        let total = self.geo.count(self.producer(), r.start);
+        if total > r.new.geo.capacity() {
+            return Err(EINVAL);
+        }
+        let last = r.steps_left <= 1;
+        r.steps_left = r.steps_left.saturating_sub(1);
+        // The last step of a kernel queue takes what a ULP posted meanwhile
+        // (bounded by the new queue); a user queue's producer index is the
+        // user's to move, and what it moved past the budget is not copied.
+        let budget = if last && !self.is_user() {
+            u32::MAX
+        } else {
+            budget
+        };
+        let len = self.geo.elem_size().min(r.new.geo.elem_size());
         let mut tmp = [0u8; 64];
-        for i in 0..n {
-            let from = self.consumer.wrapping_add(i);
+        let from = r.copied.max(consumed);
+        let to = total.min(from.saturating_add(budget));
+        for j in from..to {
             let mut off = 0;
             while off < len {
                 let k = (len - off).min(tmp.len());
                 let chunk = tmp.get_mut(..k).ok_or(EINVAL)?;
-                self.read_at(from, off, chunk)?;
-                new.write_at(i, off, chunk)?;
+                self.read_at(r.start.wrapping_add(j), off, chunk)?;
+                r.new.write_at(j, off, chunk)?;
                 off += k;
             }
         }
-        match &mut new.ring {
-            Ring::User(buf) => {
-                buf.store_release(queue::OFF_PRODUCER, n);
-                buf.store_release(queue::OFF_CONSUMER, 0);
-            }
-            Ring::Kernel { producer, .. } => *producer = n,
-        }
-        new.consumer = 0;
-        Ok(())
+        r.copied = r.copied.max(to);
+        r.consumed = consumed.min(r.copied);
+        // A user who keeps posting cannot keep the resize going: after the
+        // budget of steps what was copied is what the new queue holds.
+        Ok(r.copied >= total || last)
     }
 
     /// Whether user space produces this queue.

@@ -35,6 +35,7 @@ use super::{
     param,
     qp::{
         write_recv_wqe,
+        Resize,
         Wq, //
     },
     verbs::Rrxe, //
@@ -42,6 +43,10 @@ use super::{
 
 /// Size of `struct rxe_create_srq_resp`.
 const CREATE_SRQ_RESP_SIZE: usize = 24;
+
+/// Most WQEs a resize copies with the SRQ's lock held (up to 128 KiB of
+/// slots at the largest WQE).
+const RESIZE_STEP_WQES: u32 = 256;
 
 struct State {
     rq: Wq,
@@ -152,17 +157,25 @@ impl RrxeSrq {
                 udata.copy_from(&mut cmd)?;
                 addr = Some(u64::from_ne_bytes(cmd));
             }
-            let (mut rq, mi) = Wq::new(attr.max_wr, qp_check::recv_wqe_size(max_sge), udata)?;
+            let (rq, mi) = Wq::new(attr.max_wr, qp_check::recv_wqe_size(max_sge), udata)?;
             if let Some(addr) = addr {
                 let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
                 UserSlice::new(UserPtr::from_addr(addr), mi.len())
                     .writer()
                     .write_slice(&mi)?;
             }
-            let mut st = srq.state.lock();
-            st.rq.copy_pending_into(&mut rq)?;
-            let old = core::mem::replace(&mut st.rq, rq);
-            drop(st);
+            // The pending WQEs move in steps of RESIZE_STEP_WQES, each under
+            // the lock (interrupts off), the lock dropped in between.
+            let mut r = {
+                let st = srq.state.lock();
+                Resize::new(rq, st.rq.consumer(), st.rq.geo.slots(), RESIZE_STEP_WQES)
+            };
+            let old = loop {
+                let mut st = srq.state.lock();
+                if st.rq.resize_step(&mut r, RESIZE_STEP_WQES)? {
+                    break core::mem::replace(&mut st.rq, r.finish());
+                }
+            };
             // Releasing the old mmap entry takes a mutex: not under the lock.
             drop(old);
         }
