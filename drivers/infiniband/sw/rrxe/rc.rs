@@ -1337,13 +1337,9 @@ fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     }
 }
 
-/// The RNR NAK of the QP's `min_rnr_timer`, of which the AETH carries the
-/// low five bits (as the C driver sends it; a larger value stored by
-/// `modify_qp` would otherwise make no NAK at all).
+/// The RNR NAK of the QP's `min_rnr_timer` ([`Syndrome::rnr_nak`]).
 fn rnr_nak(st: &State) -> Syndrome {
-    Syndrome::RnrNak {
-        timer: st.attr.min_rnr_timer() & 0x1f,
-    }
+    Syndrome::rnr_nak(st.attr.min_rnr_timer())
 }
 
 /// A fatal responder error: NAK, complete the held receive WQE with
