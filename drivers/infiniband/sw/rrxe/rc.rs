@@ -1354,16 +1354,9 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
 }
 
 /// Checks the memory a READ or the first packet of a WRITE names, before
-/// anything is read or placed, as the C driver's `check_length` and
-/// `check_rkey`: a DMA length above 2^31 is an Invalid Request (IBTA C9-94;
-/// it also keeps a READ's responses within 2^23 PSNs at MTU 256), a bad key
-/// or range anywhere in `[va, va + len)` a Remote Access Error. A zero
-/// length is not checked against the R_Key (C9-88).
+/// anything is read or placed ([`rc::check_reth`]).
 fn check_reth(qp: &Qp<Rrxe>, reth: &Reth, need: Need) -> Result<(), NakCode> {
-    if !rc::dma_len_ok(reth.dma_len) {
-        return Err(NakCode::InvalidRequest);
-    }
-    if reth.dma_len > 0 {
+    rc::check_reth(reth.dma_len, || {
         mem::check_remote(
             qp.device(),
             qp.pd_id(),
@@ -1372,9 +1365,8 @@ fn check_reth(qp: &Qp<Rrxe>, reth: &Reth, need: Need) -> Result<(), NakCode> {
             reth.va,
             reth.dma_len,
         )
-        .map_err(|_| NakCode::RemoteAccessError)?;
-    }
-    Ok(())
+        .is_ok()
+    })
 }
 
 /// Accepts a READ request at `psn` for the memory `reth` names: checks the

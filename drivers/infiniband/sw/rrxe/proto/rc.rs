@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::aeth::NakCode;
 use super::opcode::{OpcodeInfo, Operation, Position};
 use super::psn::Psn;
 
@@ -93,6 +94,27 @@ pub const MAX_MSG_LEN: u32 = 1 << 31;
 /// `check_length` refuses more than 2^31 with an Invalid Request NAK).
 pub const fn dma_len_ok(len: u32) -> bool {
     len <= MAX_MSG_LEN
+}
+
+/// Checks the RETH of a READ or of the first packet of a WRITE before
+/// anything is read or placed, as the C driver's `check_length` and
+/// `check_rkey`: a DMA length above 2^31 is an Invalid Request (C9-94; it
+/// also keeps a READ's responses within 2^23 PSNs at MTU 256), and
+/// `range_ok`, which checks the R_Key and the whole `[va, va + len)`, a
+/// Remote Access Error when it fails. A zero length is not checked against
+/// the R_Key (C9-88), so `range_ok` is not called.
+///
+/// # Errors
+///
+/// The NAK code to answer with.
+pub fn check_reth(dma_len: u32, range_ok: impl FnOnce() -> bool) -> Result<(), NakCode> {
+    if !dma_len_ok(dma_len) {
+        return Err(NakCode::InvalidRequest);
+    }
+    if dma_len > 0 && !range_ok() {
+        return Err(NakCode::RemoteAccessError);
+    }
+    Ok(())
 }
 
 /// The length of a SEND message after a packet of `plen` bytes, `offset`
@@ -281,6 +303,45 @@ mod tests {
         assert!(
             crate::segment::packet_count(MAX_MSG_LEN + 1, crate::segment::PathMtu::Mtu256) > span
         );
+    }
+
+    #[test]
+    fn reth_checks() {
+        use crate::access::range_within;
+        use core::cell::Cell;
+        // An MR of 4 GiB + 4 KiB at 0x1000; `calls` counts range checks.
+        let calls = Cell::new(0);
+        let check = |va: u64, len: u32| {
+            check_reth(len, || {
+                calls.set(calls.get() + 1);
+                range_within(0x1000, (1 << 32) + 0x1000, va, u64::from(len))
+            })
+        };
+        assert_eq!(check(0x1000, 1), Ok(()));
+        assert_eq!(check(0x1000, 1 << 31), Ok(()));
+        assert_eq!(calls.get(), 2);
+        // C9-94: one byte over 2^31 is an Invalid Request although the MR
+        // holds it, before the key is looked at. Before 15d6b60 a WRITE
+        // took it and a READ checked only the range: both Ok here.
+        assert_eq!(check(0x1000, (1 << 31) + 1), Err(NakCode::InvalidRequest));
+        assert_eq!(check(0x1000, u32::MAX), Err(NakCode::InvalidRequest));
+        assert_eq!(calls.get(), 2);
+        // The whole range, at the MR's end: the last 8 bytes, and a WRITE
+        // of 8 KiB whose first packet (1 KiB) would fit but whose message
+        // does not. Before 15d6b60 a WRITE's first packet checked only its
+        // own bytes, so this was Ok and 1 KiB was placed.
+        let end = 0x1000 + (1u64 << 32) + 0x1000;
+        assert_eq!(check(end - 8, 8), Ok(()));
+        assert_eq!(check(end - 1024, 8192), Err(NakCode::RemoteAccessError));
+        assert_eq!(check(end, 1), Err(NakCode::RemoteAccessError));
+        assert_eq!(check(0xfff, 2), Err(NakCode::RemoteAccessError));
+        // va + len past 2^64.
+        assert_eq!(check(u64::MAX - 3, 8), Err(NakCode::RemoteAccessError));
+        assert_eq!(calls.get(), 7);
+        // Length 0 (C9-88): no key or range check, wherever it points.
+        assert_eq!(check(u64::MAX, 0), Ok(()));
+        assert_eq!(check(0, 0), Ok(()));
+        assert_eq!(calls.get(), 7);
     }
 
     #[test]
