@@ -25,6 +25,11 @@
 
 use crate::{
     proto::{
+        access::{
+            range_within,
+            user_word_aligned,
+            word_aligned, //
+        },
         pages::{
             page_chunks,
             PageChunk,
@@ -134,9 +139,7 @@ fn region(
         return Ok(mr);
     }
     // CAST: lengths of one message fit in u64.
-    let end = addr.checked_add(len as u64).ok_or(MemError::Range)?;
-    let mr_end = mr.iova().checked_add(mr.length()).ok_or(MemError::Range)?;
-    if addr < mr.iova() || end > mr_end {
+    if !range_within(mr.iova(), mr.length(), addr, len as u64) {
         return Err(MemError::Range);
     }
     Ok(mr)
@@ -158,9 +161,7 @@ fn fast_access(
         return Err(MemError::Key);
     }
     // CAST: lengths of one message fit in u64.
-    let end = addr.checked_add(len as u64).ok_or(MemError::Range)?;
-    let mr_end = st.iova.checked_add(st.length).ok_or(MemError::Range)?;
-    if addr < st.iova || end > mr_end {
+    if !range_within(st.iova, st.length, addr, len as u64) {
         return Err(MemError::Range);
     }
     let shift = st.pages.page_shift();
@@ -268,12 +269,12 @@ fn check_word_aligned(
     addr: u64,
 ) -> Result<(), MemError> {
     let mr = region(dev, pd_id, rkey, true, need, addr, 8)?;
-    let at = match &mr.mapping {
-        Mapping::User(umem) => umem.offset().wrapping_add(offset_in(&mr, addr)?),
-        // CAST: only the low bits matter.
-        _ => addr as usize,
+    let aligned = match &mr.mapping {
+        // CAST: a page offset fits in u64.
+        Mapping::User(umem) => user_word_aligned(mr.iova(), umem.offset() as u64, addr),
+        _ => word_aligned(addr),
     };
-    if addr & 7 != 0 || at & 7 != 0 {
+    if !aligned {
         return Err(MemError::Misaligned);
     }
     Ok(())

@@ -78,6 +78,8 @@ use crate::{
             self,
             AtomicReplies,
             InProgress,
+            ReadHistory,
+            ReadStream,
             MAX_UNACKED_PSNS, //
         },
         reth::Reth,
@@ -242,35 +244,8 @@ pub(crate) struct Resp {
     /// meanwhile wait on the QP's `rxq`, so that they are answered after
     /// it, in PSN order.
     read: Option<ReadStream>,
-    /// The READs accepted last, by arrival (a ring of
-    /// [`READ_HISTORY`]), so that a duplicate one is answered as a
-    /// continuation of the original's responses.
-    reads: [Option<ReadStream>; READ_HISTORY],
-    /// Where the next accepted READ goes in `reads`.
-    reads_next: usize,
-}
-
-/// READs the responder remembers for duplicates (the most READs a
-/// requester keeps outstanding, `max_dest_rd_atomic`, is 16 for rxe).
-const READ_HISTORY: usize = 16;
-
-/// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
-/// checked when the request was accepted, and the responses go out a batch
-/// at a time, as the QP's transmit credit allows ([`stream_read`]).
-#[derive(Clone, Copy)]
-pub(crate) struct ReadStream {
-    /// PSN of the request, which the first response takes.
-    psn: Psn,
-    /// Remote address, R_Key and length from the request's RETH.
-    va: u64,
-    rkey: u32,
-    len: u32,
-    /// Index of the next response packet to build.
-    next: u32,
-    /// Number of response packets.
-    count: u32,
-    /// MSN of the responses' AETH.
-    msn: u32,
+    /// The READs accepted last, for duplicates.
+    reads: ReadHistory,
 }
 
 impl Req {
@@ -312,23 +287,6 @@ impl Resp {
             epsn: psn,
             ..Resp::default()
         };
-    }
-
-    /// Remembers the READ accepted with `r`.
-    fn record_read(&mut self, r: ReadStream) {
-        if let Some(slot) = self.reads.get_mut(self.reads_next) {
-            *slot = Some(r);
-        }
-        self.reads_next = (self.reads_next + 1) % READ_HISTORY;
-    }
-
-    /// The remembered READ whose responses include `psn`.
-    fn find_read(&self, psn: Psn) -> Option<ReadStream> {
-        self.reads
-            .iter()
-            .flatten()
-            .find(|r| !psn.before(r.psn) && r.psn.distance_to(psn) < r.count.max(1))
-            .copied()
     }
 
     /// Gives up the READ being answered (the QP leaves service).
@@ -1337,13 +1295,9 @@ fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     }
 }
 
-/// The RNR NAK of the QP's `min_rnr_timer`, of which the AETH carries the
-/// low five bits (as the C driver sends it; a larger value stored by
-/// `modify_qp` would otherwise make no NAK at all).
+/// The RNR NAK of the QP's `min_rnr_timer` ([`Syndrome::rnr_nak`]).
 fn rnr_nak(st: &State) -> Syndrome {
-    Syndrome::RnrNak {
-        timer: st.attr.min_rnr_timer() & 0x1f,
-    }
+    Syndrome::rnr_nak(st.attr.min_rnr_timer())
 }
 
 /// A fatal responder error: NAK, complete the held receive WQE with
@@ -1358,16 +1312,9 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
 }
 
 /// Checks the memory a READ or the first packet of a WRITE names, before
-/// anything is read or placed, as the C driver's `check_length` and
-/// `check_rkey`: a DMA length above 2^31 is an Invalid Request (IBTA C9-94;
-/// it also keeps a READ's responses within 2^23 PSNs at MTU 256), a bad key
-/// or range anywhere in `[va, va + len)` a Remote Access Error. A zero
-/// length is not checked against the R_Key (C9-88).
+/// anything is read or placed ([`rc::check_reth`]).
 fn check_reth(qp: &Qp<Rrxe>, reth: &Reth, need: Need) -> Result<(), NakCode> {
-    if !rc::dma_len_ok(reth.dma_len) {
-        return Err(NakCode::InvalidRequest);
-    }
-    if reth.dma_len > 0 {
+    rc::check_reth(reth.dma_len, || {
         mem::check_remote(
             qp.device(),
             qp.pd_id(),
@@ -1376,9 +1323,8 @@ fn check_reth(qp: &Qp<Rrxe>, reth: &Reth, need: Need) -> Result<(), NakCode> {
             reth.va,
             reth.dma_len,
         )
-        .map_err(|_| NakCode::RemoteAccessError)?;
-    }
-    Ok(())
+        .is_ok()
+    })
 }
 
 /// Accepts a READ request at `psn` for the memory `reth` names: checks the
@@ -1403,28 +1349,16 @@ fn start_read(
         count,
         msn,
     };
-    st.resp.record_read(r);
+    st.resp.reads.record(r);
     st.resp.read = Some(r);
     stream_read(qp, st);
     Ok(count)
 }
 
-/// Answers a duplicate READ at `psn` (IBTA Vol 1 §9.7.5.1.2) of the
-/// remembered READ `orig`, as rdma_rxe does: the original's responses
-/// again from `psn` on, continuing its message (a READ asked again from
-/// its middle gets middle and last responses, which a requester that
-/// checks the opcode sequence expects), after checking that the request
-/// names the rest of the original's range and that the memory is still
+/// Answers a duplicate READ for `reth` with the responses `r` that
+/// [`ReadHistory::replay`] chose, after checking that the memory is still
 /// readable. Otherwise it is dropped: the requester times out.
-fn replay_read(qp: &Qp<Rrxe>, st: &mut State, orig: ReadStream, psn: Psn, reth: &Reth) {
-    let next = orig.psn.distance_to(psn);
-    let offset = next.saturating_mul(path_mtu(st).bytes()).min(orig.len);
-    let same = reth.rkey == orig.rkey
-        && reth.va == orig.va.wrapping_add(u64::from(offset))
-        && reth.dma_len == orig.len - offset;
-    if !same {
-        return;
-    }
+fn replay_read(qp: &Qp<Rrxe>, st: &mut State, r: ReadStream, reth: &Reth) {
     if reth.dma_len > 0
         && mem::check_remote(
             qp.device(),
@@ -1438,7 +1372,7 @@ fn replay_read(qp: &Qp<Rrxe>, st: &mut State, orig: ReadStream, psn: Psn, reth: 
     {
         return;
     }
-    st.resp.read = Some(ReadStream { next, ..orig });
+    st.resp.read = Some(r);
     stream_read(qp, st);
 }
 
@@ -1703,14 +1637,12 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             counters.inc(Counter::DuplicateRequest);
             if matches!(info.operation, Operation::RdmaReadRequest) {
                 // The responses were lost: read the memory again (a READ
-                // has no side effect to repeat).
+                // has no side effect to repeat); one not remembered is
+                // dropped (`ReadHistory::replay`).
                 if let Some(reth) = pkt.ext().reth {
-                    // A READ too old to be remembered is dropped, as the C
-                    // driver does (§9.9.3, class D): answering it as a new
-                    // READ would skip the QP's access, sequence and length
-                    // checks, and the requester retries or times out anyway.
-                    if let Some(orig) = st.resp.find_read(psn) {
-                        replay_read(qp, st, orig, psn, &reth);
+                    let mtu = path_mtu(st).bytes();
+                    if let Some(r) = st.resp.reads.replay(psn, &reth, mtu) {
+                        replay_read(qp, st, r, &reth);
                     }
                 }
                 return;

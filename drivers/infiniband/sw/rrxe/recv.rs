@@ -45,7 +45,10 @@ use crate::{
             MULTICAST_QPN, //
         },
         icrc::UDP_HDR_LEN,
-        opcode::Transport,
+        opcode::{
+            self,
+            Transport, //
+        },
         packet::parse_packet, //
     },
     rdma::{
@@ -194,17 +197,20 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     Ok(())
 }
 
+// The protocol core's copy of `enum ib_qp_type`, which `qp_accepts` reads.
+const _: () = assert!(
+    opcode::qp_type::SMI == qp_type::SMI
+        && opcode::qp_type::GSI == qp_type::GSI
+        && opcode::qp_type::RC == qp_type::RC
+        && opcode::qp_type::UC == qp_type::UC
+        && opcode::qp_type::UD == qp_type::UD
+);
+
 /// Checks that a packet's opcode belongs to the service of its
 /// destination QP (the C driver's `check_type_state`): an RC QP takes only
 /// RC opcodes, UC only UC, UD and GSI only UD.
 fn check_transport(ty: u32, transport: Transport) -> Result<(), Counter> {
-    let ok = match ty {
-        qp_type::RC => transport == Transport::Rc,
-        qp_type::UC => transport == Transport::Uc,
-        qp_type::UD | qp_type::GSI => transport == Transport::Ud,
-        _ => false,
-    };
-    if ok {
+    if opcode::qp_accepts(ty, transport) {
         Ok(())
     } else {
         Err(Counter::RcvdDropBadTransport)

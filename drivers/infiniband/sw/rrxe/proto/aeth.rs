@@ -76,6 +76,17 @@ const VALUE_MASK: u8 = 0x1f;
 const RESERVED: u8 = 0x80;
 
 impl Syndrome {
+    /// The RNR NAK a responder sends for its QP's `min_rnr_timer`
+    /// attribute: the AETH has five bits for the timer code (§9.7.5.2.8),
+    /// and like the C driver rrxe sends the attribute's low five bits, so
+    /// that a value above 31 (which `modify_qp` stores as given) still
+    /// makes an RNR NAK instead of a syndrome [`Syndrome::encode`] refuses.
+    pub const fn rnr_nak(min_rnr_timer: u8) -> Self {
+        Syndrome::RnrNak {
+            timer: min_rnr_timer & VALUE_MASK,
+        }
+    }
+
     /// Decodes a syndrome byte.
     ///
     /// # Errors
@@ -271,6 +282,38 @@ mod tests {
                 syndrome: 0x61,
                 msn: 7
             })
+        );
+    }
+
+    #[test]
+    fn rnr_nak_timer_field() {
+        // min_rnr_timer -> AETH syndrome byte: RNR NAK type (0b01 in bits
+        // 6:5) with the attribute's low five bits. Before 15d6b60 the
+        // attribute went into the syndrome whole, and 32, 0x45 and 0xff
+        // failed to encode (FieldOutOfRange): no RNR NAK was sent at all.
+        for (attr, byte, timer) in [
+            (0u8, 0x20u8, 0u8),
+            (31, 0x3f, 31),
+            (32, 0x20, 0),
+            (0x45, 0x25, 5),
+            (0xff, 0x3f, 31),
+        ] {
+            let s = Syndrome::rnr_nak(attr);
+            assert_eq!(s, Syndrome::RnrNak { timer }, "min_rnr_timer {attr:#x}");
+            assert_eq!(s.encode(), Ok(byte), "min_rnr_timer {attr:#x}");
+            assert_eq!(
+                Aeth::new(s, 9),
+                Ok(Aeth {
+                    syndrome: byte,
+                    msn: 9
+                })
+            );
+            assert_eq!(Syndrome::decode(byte), Ok(s));
+        }
+        // 32 is 655.36 ms on the wire (code 0), not the 0.01 ms of 33.
+        assert_eq!(
+            rnr_timer_usecs(Syndrome::rnr_nak(32).encode().unwrap() & 0x1f),
+            655_360
         );
     }
 

@@ -21,11 +21,14 @@
 //! - [`packet`]: the receive-side parser of a UDP payload, and the transmit
 //!   side header writer.
 //! - [`udp`]: the UDP source port (flow entropy) of a QP.
+//! - [`access`]: the range and alignment arithmetic of an access to a
+//!   registered memory region.
 //! - [`queue`] and [`wqe`]: the rxe user ABI's shared queues and the send
 //!   and receive work queue entries user space writes into them.
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod aeth;
 pub mod atmack;
 pub mod atmeth;

@@ -41,6 +41,48 @@ pub enum Transport {
     Ud,
 }
 
+/// `enum ib_qp_type` values (`include/rdma/ib_verbs.h`, a stable kernel
+/// ABI) of the QP types whose packets rrxe receives; the module build
+/// checks them against the bindings.
+pub mod qp_type {
+    /// `IB_QPT_SMI` (no RoCE SMI: rrxe has no QP 0).
+    pub const SMI: u32 = 0;
+    /// `IB_QPT_GSI`, QP 1.
+    pub const GSI: u32 = 1;
+    /// `IB_QPT_RC`.
+    pub const RC: u32 = 2;
+    /// `IB_QPT_UC`.
+    pub const UC: u32 = 3;
+    /// `IB_QPT_UD`.
+    pub const UD: u32 = 4;
+}
+
+/// The transport service whose opcodes a QP of `qp_type` (an `enum
+/// ib_qp_type` value) receives, as the C driver's `check_type_state`: RC
+/// opcodes for RC, UC for UC, UD for UD and GSI (IBTA Vol 1 §9.2: the
+/// opcode's upper bits name the service). `None` for every other type:
+/// such a QP takes no packet.
+pub const fn qp_service(qp_type: u32) -> Option<Transport> {
+    match qp_type {
+        qp_type::RC => Some(Transport::Rc),
+        qp_type::UC => Some(Transport::Uc),
+        qp_type::UD | qp_type::GSI => Some(Transport::Ud),
+        _ => None,
+    }
+}
+
+/// Whether a QP of `qp_type` takes a packet whose opcode is of `transport`
+/// (see [`qp_service`]); the others are dropped and counted
+/// (`rcvd_drop_bad_transport`).
+pub const fn qp_accepts(qp_type: u32, transport: Transport) -> bool {
+    matches!(
+        (qp_service(qp_type), transport),
+        (Some(Transport::Rc), Transport::Rc)
+            | (Some(Transport::Uc), Transport::Uc)
+            | (Some(Transport::Ud), Transport::Ud)
+    )
+}
+
 /// The operation a packet belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -629,6 +671,41 @@ mod tests {
             Opcode::for_message(Transport::Rc, K::RdmaWriteWithImm, P::Only),
             Some(Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE)
         );
+    }
+
+    #[test]
+    fn transport_of_qp() {
+        use Transport::{Rc, Uc, Ud};
+        // Every QP type x every transport service. Before the check
+        // (15d6b60) every cell was true: a UD opcode reached an RC QP's
+        // responder.
+        let table: [(u32, [bool; 3]); 9] = [
+            (qp_type::SMI, [false, false, false]),
+            (qp_type::GSI, [false, false, true]),
+            (qp_type::RC, [true, false, false]),
+            (qp_type::UC, [false, true, false]),
+            (qp_type::UD, [false, false, true]),
+            // IB_QPT_RAW_PACKET, XRC_INI, XRC_TGT, DRIVER: not rrxe's.
+            (8, [false, false, false]),
+            (9, [false, false, false]),
+            (10, [false, false, false]),
+            (0xff, [false, false, false]),
+        ];
+        for (ty, want) in table {
+            for (tr, ok) in [Rc, Uc, Ud].into_iter().zip(want) {
+                assert_eq!(qp_accepts(ty, tr), ok, "qp type {ty}, {tr:?}");
+            }
+        }
+        assert_eq!(qp_service(qp_type::GSI), Some(Ud));
+        assert_eq!(qp_service(qp_type::SMI), None);
+        // The service follows the opcode's upper bits.
+        let op = |o: Opcode| o.info().expect("known opcode").transport;
+        assert!(qp_accepts(qp_type::RC, op(Opcode::RC_RDMA_READ_REQUEST)));
+        assert!(!qp_accepts(qp_type::UC, op(Opcode::RC_SEND_ONLY)));
+        assert!(!qp_accepts(qp_type::RC, op(Opcode::UC_SEND_ONLY)));
+        assert!(!qp_accepts(qp_type::RC, op(Opcode::UD_SEND_ONLY)));
+        assert!(qp_accepts(qp_type::GSI, op(Opcode::UD_SEND_ONLY)));
+        assert!(!qp_accepts(qp_type::UD, op(Opcode::UC_SEND_ONLY)));
     }
 
     #[test]

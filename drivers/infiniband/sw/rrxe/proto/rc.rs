@@ -8,8 +8,10 @@
 
 #![forbid(unsafe_code)]
 
+use super::aeth::NakCode;
 use super::opcode::{OpcodeInfo, Operation, Position};
 use super::psn::Psn;
+use super::reth::Reth;
 
 /// Most packets the requester has outstanding (sent, not acknowledged);
 /// past this it waits for acknowledges (as the C driver's
@@ -93,6 +95,27 @@ pub const MAX_MSG_LEN: u32 = 1 << 31;
 /// `check_length` refuses more than 2^31 with an Invalid Request NAK).
 pub const fn dma_len_ok(len: u32) -> bool {
     len <= MAX_MSG_LEN
+}
+
+/// Checks the RETH of a READ or of the first packet of a WRITE before
+/// anything is read or placed, as the C driver's `check_length` and
+/// `check_rkey`: a DMA length above 2^31 is an Invalid Request (C9-94; it
+/// also keeps a READ's responses within 2^23 PSNs at MTU 256), and
+/// `range_ok`, which checks the R_Key and the whole `[va, va + len)`, a
+/// Remote Access Error when it fails. A zero length is not checked against
+/// the R_Key (C9-88), so `range_ok` is not called.
+///
+/// # Errors
+///
+/// The NAK code to answer with.
+pub fn check_reth(dma_len: u32, range_ok: impl FnOnce() -> bool) -> Result<(), NakCode> {
+    if !dma_len_ok(dma_len) {
+        return Err(NakCode::InvalidRequest);
+    }
+    if dma_len > 0 && !range_ok() {
+        return Err(NakCode::RemoteAccessError);
+    }
+    Ok(())
 }
 
 /// The length of a SEND message after a packet of `plen` bytes, `offset`
@@ -191,6 +214,83 @@ impl AtomicReplies {
     }
 }
 
+/// READs the responder remembers for duplicates (the most READs a
+/// requester keeps outstanding, `max_dest_rd_atomic`, is 16 for rxe).
+pub const READ_HISTORY: usize = 16;
+
+/// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
+/// checked when the request was accepted, and the responses go out a batch
+/// at a time, as the QP's transmit credit allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadStream {
+    /// PSN of the request, which the first response takes.
+    pub psn: Psn,
+    /// Remote address from the request's RETH.
+    pub va: u64,
+    /// R_Key from the request's RETH.
+    pub rkey: u32,
+    /// DMA length from the request's RETH.
+    pub len: u32,
+    /// Index of the next response packet to build.
+    pub next: u32,
+    /// Number of response packets.
+    pub count: u32,
+    /// MSN of the responses' AETH.
+    pub msn: u32,
+}
+
+/// The READs a responder accepted last, by arrival (a ring of
+/// [`READ_HISTORY`]), so that a duplicate one is answered as a
+/// continuation of the original's responses.
+#[derive(Default)]
+pub struct ReadHistory {
+    reads: [Option<ReadStream>; READ_HISTORY],
+    /// Where the next accepted READ goes.
+    next: usize,
+}
+
+impl ReadHistory {
+    /// Remembers the READ accepted with `r`, forgetting the oldest.
+    pub fn record(&mut self, r: ReadStream) {
+        if let Some(slot) = self.reads.get_mut(self.next) {
+            *slot = Some(r);
+        }
+        self.next = (self.next + 1) % READ_HISTORY;
+    }
+
+    /// The remembered READ whose responses include `psn` (a zero-length
+    /// READ has one response).
+    pub fn find(&self, psn: Psn) -> Option<ReadStream> {
+        self.reads
+            .iter()
+            .flatten()
+            .find(|r| !psn.before(r.psn) && r.psn.distance_to(psn) < r.count.max(1))
+            .copied()
+    }
+
+    /// How the duplicate READ request at `psn` for `reth` is answered at a
+    /// path MTU of `mtu` bytes (IBTA Vol 1 §9.7.5.1.2), as the C driver
+    /// does: with the remembered original's responses from `psn` on (a
+    /// READ asked again from its middle gets middle and last responses),
+    /// if the request names the rest of the original's range. `None` drops
+    /// it: a READ not remembered, or not naming that range, is not run
+    /// again (§9.9.3, class D), since a new READ would skip the QP's
+    /// access, sequence and length checks; the requester times out.
+    pub fn replay(&self, psn: Psn, reth: &Reth, mtu: u32) -> Option<ReadStream> {
+        let orig = self.find(psn)?;
+        let next = orig.psn.distance_to(psn);
+        let offset = next.saturating_mul(mtu).min(orig.len);
+        let same = reth.rkey == orig.rkey
+            && reth.va == orig.va.wrapping_add(u64::from(offset))
+            && reth.dma_len == orig.len - offset;
+        if same {
+            Some(ReadStream { next, ..orig })
+        } else {
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +384,45 @@ mod tests {
     }
 
     #[test]
+    fn reth_checks() {
+        use crate::access::range_within;
+        use core::cell::Cell;
+        // An MR of 4 GiB + 4 KiB at 0x1000; `calls` counts range checks.
+        let calls = Cell::new(0);
+        let check = |va: u64, len: u32| {
+            check_reth(len, || {
+                calls.set(calls.get() + 1);
+                range_within(0x1000, (1 << 32) + 0x1000, va, u64::from(len))
+            })
+        };
+        assert_eq!(check(0x1000, 1), Ok(()));
+        assert_eq!(check(0x1000, 1 << 31), Ok(()));
+        assert_eq!(calls.get(), 2);
+        // C9-94: one byte over 2^31 is an Invalid Request although the MR
+        // holds it, before the key is looked at. Before 15d6b60 a WRITE
+        // took it and a READ checked only the range: both Ok here.
+        assert_eq!(check(0x1000, (1 << 31) + 1), Err(NakCode::InvalidRequest));
+        assert_eq!(check(0x1000, u32::MAX), Err(NakCode::InvalidRequest));
+        assert_eq!(calls.get(), 2);
+        // The whole range, at the MR's end: the last 8 bytes, and a WRITE
+        // of 8 KiB whose first packet (1 KiB) would fit but whose message
+        // does not. Before 15d6b60 a WRITE's first packet checked only its
+        // own bytes, so this was Ok and 1 KiB was placed.
+        let end = 0x1000 + (1u64 << 32) + 0x1000;
+        assert_eq!(check(end - 8, 8), Ok(()));
+        assert_eq!(check(end - 1024, 8192), Err(NakCode::RemoteAccessError));
+        assert_eq!(check(end, 1), Err(NakCode::RemoteAccessError));
+        assert_eq!(check(0xfff, 2), Err(NakCode::RemoteAccessError));
+        // va + len past 2^64.
+        assert_eq!(check(u64::MAX - 3, 8), Err(NakCode::RemoteAccessError));
+        assert_eq!(calls.get(), 7);
+        // Length 0 (C9-88): no key or range check, wherever it points.
+        assert_eq!(check(u64::MAX, 0), Ok(()));
+        assert_eq!(check(0, 0), Ok(()));
+        assert_eq!(calls.get(), 7);
+    }
+
+    #[test]
     fn acks_in_flight() {
         let o = Psn::new(Psn::MASK - 1);
         let next = o.add(4);
@@ -338,5 +477,83 @@ mod tests {
         r.record(p.add(MAX_UNACKED_PSNS), 1);
         assert_eq!(r.find(p), None);
         assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), Some(1));
+    }
+
+    fn read_at(psn: u32, len: u32, msn: u32) -> ReadStream {
+        ReadStream {
+            psn: Psn::new(psn),
+            va: 0x7f00_0000_1000,
+            rkey: 0x0012_3456,
+            len,
+            next: 0,
+            count: crate::segment::packet_count(len, crate::segment::PathMtu::Mtu1024),
+            msn,
+        }
+    }
+
+    fn reth(va: u64, rkey: u32, dma_len: u32) -> Reth {
+        Reth { va, rkey, dma_len }
+    }
+
+    #[test]
+    fn duplicate_reads() {
+        let mut h = ReadHistory::default();
+        let orig = read_at(Psn::MASK - 1, 4096, 5);
+        let (va, rkey) = (orig.va, orig.rkey);
+        // Not remembered: dropped. Before 15d6b60 this READ was run as a
+        // new one (responses from its PSN, MSN + 1) without the QP's
+        // access, sequence or length checks.
+        assert_eq!(h.replay(orig.psn, &reth(va, rkey, 4096), 1024), None);
+        h.record(orig);
+        assert_eq!(orig.count, 4);
+        // Remembered, asked again whole: all four responses.
+        assert_eq!(h.replay(orig.psn, &reth(va, rkey, 4096), 1024), Some(orig));
+        // Asked again from its 2nd and (across the PSN wrap) 4th response.
+        assert_eq!(
+            h.replay(Psn::new(Psn::MASK), &reth(va + 1024, rkey, 3072), 1024),
+            Some(ReadStream { next: 1, ..orig })
+        );
+        assert_eq!(
+            h.replay(Psn::new(1), &reth(va + 3072, rkey, 1024), 1024),
+            Some(ReadStream { next: 3, ..orig })
+        );
+        // Just outside its PSNs, on either side.
+        assert_eq!(h.find(Psn::new(2)), None);
+        assert_eq!(h.find(Psn::new(Psn::MASK - 2)), None);
+        assert_eq!(h.replay(Psn::new(2), &reth(va + 4096, rkey, 0), 1024), None);
+        // A request that does not name the rest of the original's range.
+        assert_eq!(h.replay(Psn::new(0), &reth(va, rkey, 4096), 1024), None);
+        assert_eq!(
+            h.replay(Psn::new(0), &reth(va + 2048, rkey + 1, 2048), 1024),
+            None
+        );
+        assert_eq!(
+            h.replay(Psn::new(0), &reth(va + 2048, rkey, 2049), 1024),
+            None
+        );
+        // A zero-length READ has one response to repeat.
+        let empty = read_at(100, 0, 6);
+        h.record(empty);
+        assert_eq!(
+            h.replay(Psn::new(100), &reth(va, rkey, 0), 1024),
+            Some(empty)
+        );
+        assert_eq!(h.find(Psn::new(101)), None);
+    }
+
+    #[test]
+    fn read_history_forgets_the_oldest() {
+        let mut h = ReadHistory::default();
+        // READ_HISTORY single-packet READs, then one more.
+        for i in 0..=READ_HISTORY as u32 {
+            h.record(read_at(1000 + i, 8, i));
+        }
+        let r = |psn: u32| h.replay(Psn::new(psn), &reth(0x7f00_0000_1000, 0x0012_3456, 8), 256);
+        assert_eq!(r(1000), None);
+        assert_eq!(r(1001), Some(read_at(1001, 8, 1)));
+        assert_eq!(
+            r(1000 + READ_HISTORY as u32),
+            Some(read_at(1000 + READ_HISTORY as u32, 8, READ_HISTORY as u32))
+        );
     }
 }
