@@ -967,7 +967,8 @@ RRXE_OFFSETOF_AS(rxe_recv_wqe_dma_sge, rxe_recv_wqe, dma.sge)
 
 /*
  * Transmit credit (rust/kernel/net/skbuff.rs, TxCredit): an skb in flight
- * belongs to its owner's kernel socket, whose sk_user_data names the owner.
+ * belongs to its credit's kernel socket, whose sk_user_data names the
+ * credit's shared state (reference counted; each skb holds a reference).
  */
 
 /* Names @owner (at least 8-byte aligned, no flag bits) in @sock's sk_user_data. */
@@ -992,8 +993,9 @@ void rrxe_helper_skb_set_tx_owner(struct sk_buff *skb, struct socket *sock,
 
 /*
  * In the destructor of an skb charged by rrxe_helper_skb_set_tx_owner():
- * the owner its socket names. The skb's socket reference keeps the socket
- * alive; the owner's lifetime is the caller's business, not RCU's.
+ * what its socket names. The skb's socket reference keeps the struct sock
+ * alive, also after sock_release(); what it names is kept alive by the
+ * caller's own reference, not by RCU.
  */
 void *rrxe_helper_skb_tx_owner(struct sk_buff *skb)
 {

@@ -14,14 +14,16 @@ use crate::{
         Device,
         Namespace, //
     },
+    rdma::lock::{
+        new_spinlock_irq,
+        SpinLockIrq, //
+    },
 };
 use core::ptr::NonNull;
 use kernel::{
     error::to_result,
-    ffi,
     prelude::*,
     sync::{
-        aref::AlwaysRefCounted,
         atomic::{
             Acquire,
             Atomic,
@@ -29,6 +31,8 @@ use kernel::{
             Relaxed,
             Release, //
         },
+        rcu,
+        Arc, //
     },
     types::Opaque, //
 };
@@ -466,15 +470,20 @@ pub fn xmit_udp(net: &Namespace, skb: SkBuff) -> Result {
 }
 
 /// Hands `skb`, prepared with [`SkBuff::push_udp_ip`], to the IP stack as
-/// [`xmit_udp`] does, charged to `owner`'s transmit credit: the skb holds a
-/// reference to `owner` and counts in [`TxCredit::in_flight`] until the
-/// stack frees it (transmitted, dropped by a queueing discipline, or
-/// refused), whichever way and in whatever context that happens. The
-/// release runs exactly once, from the skb's destructor.
+/// [`xmit_udp`] does, charged to `owner`'s transmit credit: the skb counts
+/// in [`TxCredit::in_flight`] until the stack frees it (transmitted,
+/// dropped by a queueing discipline, or refused), whichever way and in
+/// whatever context that happens. The release runs exactly once, from the
+/// skb's destructor.
+///
+/// The skb holds a reference to the credit's shared state, not to `owner`:
+/// the owner may be destroyed, and its credit dropped, while its packets
+/// are still queued (e.g. held by a qdisc or an unresolved neighbour); the
+/// destructor then only counts them back, waking nobody.
 ///
 /// The skb is owned by the credit's kernel socket while it is in the stack
 /// (`skb->sk`, with a socket reference of its own), as the C driver does;
-/// the socket only identifies the owner and is never bound, so the packet
+/// the socket only identifies the credit and is never bound, so the packet
 /// is otherwise treated as one of no socket (`ip_local_out` gets no socket).
 ///
 /// # Errors
@@ -484,48 +493,58 @@ pub fn xmit_udp(net: &Namespace, skb: SkBuff) -> Result {
 pub fn xmit_udp_charged<T: TxOwner>(net: &Namespace, skb: SkBuff, owner: &T) -> Result {
     let credit = owner.tx_credit();
     let me = core::ptr::from_ref(owner) as usize;
-    // Bound to `owner` by `TxCredit::bind`: its socket names `owner`, which the destructor reads.
+    // Bound to `owner` by `TxCredit::bind`: only its owner charges a credit.
     if credit.owner.load(Acquire) != me {
         return Err(EBUSY);
     }
-    // The reference the skb owns, given back by `tx_destructor`.
-    owner.inc_ref();
-    credit.in_flight.fetch_add(1, Full);
+    credit.shared.in_flight.fetch_add(1, Full);
+    // The reference the skb owns, given back by `tx_destructor`, which finds the state through
+    // the socket's `sk_user_data` (the same address).
+    let _ = Arc::into_raw(credit.shared.clone());
     // SAFETY: `skb` is ours (type invariant); the helper orphans it (it has no socket, being
     // freshly built), takes a socket reference and installs the destructor, which undoes both
-    // charges above when the skb is freed; `tx_destructor::<T>` matches the owner stored in the
-    // socket.
-    unsafe {
-        bindings::skb_set_tx_owner(skb.as_raw(), credit.sock.as_ptr(), Some(tx_destructor::<T>))
-    };
+    // charges above when the skb is freed. The socket's `sk_user_data` is the shared state
+    // (type invariant of `TxCredit`).
+    unsafe { bindings::skb_set_tx_owner(skb.as_raw(), credit.sock.as_ptr(), Some(tx_destructor)) };
     xmit_udp(net, skb)
 }
 
+/// Credits' shared states not yet freed, in the whole module: what
+/// [`TxCreditFence`] waits for.
+static LIVE_STATES: Atomic<usize> = Atomic::new(0);
+
 /// Destructor of an skb charged by [`xmit_udp_charged`].
+///
+/// Runs inside an RCU read-side critical section, so that the module's
+/// [`TxCreditFence`], which waits for [`LIVE_STATES`] to reach zero and
+/// then for an RCU grace period, also waits until the destructor that
+/// freed the last state has left this code (but for its return).
 ///
 /// # Safety
 ///
 /// Called by the networking core once, when `skb` is freed (or orphaned),
-/// for an skb charged by `xmit_udp_charged::<T>`: `skb->sk` is the
-/// credit's socket, on which the skb holds a reference, and whose owner is
-/// a `T` on which the skb holds a reference.
-unsafe extern "C" fn tx_destructor<T: TxOwner>(skb: *mut bindings::sk_buff) {
+/// for an skb charged by `xmit_udp_charged`: `skb->sk` is the credit's
+/// socket, on which the skb holds a reference, and whose `sk_user_data` is
+/// the credit's shared state, on which the skb holds an `Arc` reference.
+unsafe extern "C" fn tx_destructor(skb: *mut bindings::sk_buff) {
+    let _rcu = rcu::read_lock();
     // SAFETY: `skb->sk` is the credit's socket, kept alive by the skb's reference.
-    let owner = unsafe { bindings::skb_tx_owner(skb) }.cast::<T>();
-    // SAFETY: The owner stored in the socket is the `T` the skb holds a reference to.
-    let o = unsafe { &*owner };
-    let credit = o.tx_credit();
-    let left = credit.in_flight.fetch_sub(1, Full).wrapping_sub(1);
-    if left < TxCredit::LOW_WATER
-        && credit.blocked.load(Relaxed)
-        && credit.blocked.xchg(false, Full)
+    let state = unsafe { bindings::skb_tx_owner(skb) }.cast::<CreditState>();
+    // SAFETY: The skb owns this reference, made by `Arc::into_raw` in `xmit_udp_charged`.
+    let state = unsafe { Arc::from_raw(state) };
+    let left = state.in_flight.fetch_sub(1, Full).wrapping_sub(1);
+    if left < TxCredit::LOW_WATER && state.blocked.load(Relaxed) && state.blocked.xchg(false, Full)
     {
-        // Queues the owner's work: fine in any context.
-        o.tx_wake();
+        // Under the lock: `TxCredit::detach` waits for it, so the owner is alive while named.
+        let owner = state.owner.lock();
+        if let Some(w) = *owner {
+            // SAFETY: `w` was made by `TxCredit::bind` for its owner, which is alive until
+            // `detach` clears it (the safety requirement of `bind`), and `detach` takes this lock.
+            unsafe { (w.wake)(w.owner) };
+        }
     }
-    // SAFETY: The skb owned this reference (taken in `xmit_udp_charged`); `o` is not used
-    // afterwards.
-    unsafe { T::dec_ref(NonNull::from(o)) };
+    // The skb's reference; possibly the last one (then the state is freed: `kfree` only).
+    drop(state);
     // SAFETY: The skb owned this socket reference (taken by `skb_set_tx_owner`).
     unsafe { bindings::skb_tx_sock_put(skb) };
 }
@@ -533,13 +552,10 @@ unsafe extern "C" fn tx_destructor<T: TxOwner>(skb: *mut bindings::sk_buff) {
 /// An owner of a [`TxCredit`]: the object transmit credit is charged to and
 /// woken through (an RDMA QP).
 ///
-/// Reference counted: every skb in flight holds a reference, so the owner
-/// (and its credit) outlives all of them. The destructor gives its
-/// reference back in any context, and dropping a [`TxCredit`] sleeps: an
-/// owner must drop its credit in process context, not from the release of
-/// its last reference wherever that happens (a QP waits for its
-/// references in `destroy_qp` and drops it there).
-pub trait TxOwner: AlwaysRefCounted + Send + Sync {
+/// The skbs in flight do not hold the owner: it is named to them only
+/// between [`TxCredit::bind`] and [`TxCredit::detach`], so it may go away
+/// (after `detach`) while its packets are still queued.
+pub trait TxOwner: Send + Sync {
     /// The owner's credit. Must return the same credit every time; a
     /// credit charged by one owner refuses every other.
     fn tx_credit(&self) -> &TxCredit;
@@ -547,9 +563,54 @@ pub trait TxOwner: AlwaysRefCounted + Send + Sync {
     /// Called when the in-flight count fell below
     /// [`TxCredit::LOW_WATER`] after [`TxCredit::may_send`] refused: the
     /// owner should resume producing packets. Called from an skb
-    /// destructor: any context, possibly with interrupts disabled, so it
-    /// must only queue work.
+    /// destructor: any context, with the credit's irq-safe lock held
+    /// (interrupts disabled), so it must only queue work, and that work
+    /// must hold its own reference to the owner.
     fn tx_wake(&self);
+}
+
+/// How a credit's shared state wakes its owner: the owner's address and a
+/// function that calls its [`TxOwner::tx_wake`].
+#[derive(Clone, Copy)]
+struct Waker {
+    owner: *const (),
+    wake: unsafe fn(*const ()),
+}
+
+// SAFETY: `owner` is a `TxOwner`, which is `Sync`, and `wake` only calls its `tx_wake` through a
+// shared reference: the pair may be used from any thread.
+unsafe impl Send for Waker {}
+
+/// Calls `tx_wake` of the `T` at `owner`.
+///
+/// # Safety
+///
+/// `owner` points to a live `T`.
+unsafe fn wake_owner<T: TxOwner>(owner: *const ()) {
+    // SAFETY: By the safety requirements.
+    unsafe { &*owner.cast::<T>() }.tx_wake();
+}
+
+/// What a credit shares with the skbs charged to it: reference counted
+/// (an [`Arc`]: the credit holds one reference, each skb in flight
+/// another), so it outlives the credit and its owner until the last of
+/// their packets is freed. Freeing it is a `kfree`: legal in any context.
+#[pin_data(PinnedDrop)]
+struct CreditState {
+    /// Skbs in the IP stack.
+    in_flight: Atomic<u32>,
+    /// A producer stopped for want of credit and waits to be woken.
+    blocked: Atomic<bool>,
+    /// The owner to wake, from [`TxCredit::bind`] until [`TxCredit::detach`].
+    #[pin]
+    owner: SpinLockIrq<Option<Waker>>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for CreditState {
+    fn drop(self: Pin<&mut Self>) {
+        LIVE_STATES.fetch_sub(1, Release);
+    }
 }
 
 /// Per-owner transmit flow control: counts the owner's skbs that are in
@@ -561,26 +622,31 @@ pub trait TxOwner: AlwaysRefCounted + Send + Sync {
 /// left, so that a sender never floods the device's queue (whose overflow
 /// drops packets the transport must then retransmit).
 ///
+/// Dropping the credit detaches its owner and releases its socket (it
+/// sleeps), but does not wait for the packets in flight: they keep the
+/// shared state and the socket's `struct sock` alive by their own
+/// references.
+///
 /// # Invariants
 ///
 /// `sock` is a kernel socket created by [`TxCredit::new`] and released
-/// only by `drop`; once `owner` holds an address (not 0 or `BINDING`), the
-/// socket's `sk_user_data` is that address, and it never changes again.
+/// only by `drop`; its `sk_user_data` is the address of `shared` (the
+/// `Arc`'s data) for its whole life. `owner` is 0, `BINDING`, or the
+/// address of the owner the credit was bound to, which never changes
+/// again.
 pub struct TxCredit {
     sock: NonNull<bindings::socket>,
-    /// Address of the owner the credit is bound to, 0 before its first charge.
+    shared: Arc<CreditState>,
+    /// Address of the owner the credit is bound to, 0 before: which owner may charge it.
     owner: Atomic<usize>,
-    /// Skbs in the IP stack.
-    in_flight: Atomic<u32>,
-    /// A producer stopped for want of credit and waits to be woken.
-    blocked: Atomic<bool>,
 }
 
-// SAFETY: The socket is used only through its reference count and its `sk_user_data`, which are
-// safe to reach from any thread; the counters are atomic.
+// SAFETY: The socket is used only through its reference count, which is safe to reach from any
+// thread, and released by `drop`; the rest is atomic, locked or an `Arc` of a `Sync` state.
 unsafe impl Send for TxCredit {}
 
-// SAFETY: As for `Send`: every `&self` access is atomic or to the socket's atomic fields.
+// SAFETY: As for `Send`: every `&self` access is atomic, under the state's lock, or takes a
+// socket reference.
 unsafe impl Sync for TxCredit {}
 
 impl TxCredit {
@@ -590,41 +656,66 @@ impl TxCredit {
     pub const LOW_WATER: u32 = 16;
 
     /// Creates a credit with its kernel socket (an unbound datagram socket of
-    /// the initial namespace, which never carries traffic). Sleeps.
+    /// the initial namespace, which never carries traffic) and its shared
+    /// state. Sleeps.
     ///
     /// # Errors
     ///
-    /// The errors of `sock_create_kern` (`ENOMEM`, ...).
+    /// `ENOMEM`, and the errors of `sock_create_kern`.
     pub fn new() -> Result<Self> {
+        LIVE_STATES.fetch_add(1, Relaxed);
+        // Counted before it exists: its drop (here too, on failure) takes the count back.
+        let shared = Arc::pin_init(
+            pin_init!(CreditState {
+                in_flight: Atomic::new(0),
+                blocked: Atomic::new(false),
+                owner <- new_spinlock_irq!(None, "TxCredit::owner"),
+            }),
+            GFP_KERNEL,
+        )
+        .inspect_err(|_| {
+            LIVE_STATES.fetch_sub(1, Release);
+        })?;
         let mut sock = core::ptr::null_mut();
         // SAFETY: `sock` is valid for writes.
         to_result(unsafe { bindings::tx_sock_create(&mut sock) })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
-        // INVARIANT: A fresh socket, `sk_user_data` NULL.
+        // INVARIANT: The socket names the state from now on, before any skb is charged.
+        // SAFETY: `sock` is a fresh live socket; the state's address is stable (in an `Arc`) and
+        // outlives every skb that reads it, each of which holds a reference to it.
+        unsafe {
+            bindings::tx_sock_set_owner(sock.as_ptr(), Arc::as_ptr(&shared).cast_mut().cast())
+        };
         Ok(Self {
             sock,
+            shared,
             owner: Atomic::new(0),
-            in_flight: Atomic::new(0),
-            blocked: Atomic::new(false),
         })
     }
 
     /// Binds the credit to `owner`, once for its whole life, before any
-    /// charge: only `owner` may charge it afterwards.
+    /// charge: only `owner` may charge it afterwards, and it is woken
+    /// ([`TxOwner::tx_wake`]) until [`TxCredit::detach`].
     ///
     /// # Errors
     ///
     /// `EBUSY` if it is bound (or being bound) already.
-    pub fn bind<T: TxOwner>(&self, owner: &T) -> Result {
+    ///
+    /// # Safety
+    ///
+    /// `owner` stays valid at its address, and its `tx_wake` callable,
+    /// until [`TxCredit::detach`] returns or the credit is dropped,
+    /// whichever comes first.
+    pub unsafe fn bind<T: TxOwner>(&self, owner: &T) -> Result {
         let me = core::ptr::from_ref(owner) as usize;
         self.owner
             .cmpxchg(0, Self::BINDING, Full)
             .map_err(|_| EBUSY)?;
-        // INVARIANT: `sk_user_data` becomes the owner's address, and `owner` says so only after.
-        // SAFETY: `sock` is a live socket of the credit (type invariant). The address is stable:
-        // `T` is reference counted, so it does not move while referenced, and every skb charged
-        // to it holds a reference.
-        unsafe { bindings::tx_sock_set_owner(self.sock.as_ptr(), me as *mut ffi::c_void) };
+        *self.shared.owner.lock() = Some(Waker {
+            owner: core::ptr::from_ref(owner).cast(),
+            wake: wake_owner::<T>,
+        });
+        // INVARIANT: The owner's address, set once.
         self.owner.store(me, Release);
         Ok(())
     }
@@ -632,9 +723,17 @@ impl TxCredit {
     /// `owner` while [`TxCredit::bind`] runs (never an object's address).
     const BINDING: usize = 1;
 
+    /// Stops waking the owner: once this returns, no skb destructor calls
+    /// or will call its [`TxOwner::tx_wake`], and the owner may go. The
+    /// owner may still charge the credit; those packets are counted and
+    /// released, waking nobody. Any context but hard-irq.
+    pub fn detach(&self) {
+        *self.shared.owner.lock() = None;
+    }
+
     /// Skbs charged and not yet freed.
     pub fn in_flight(&self) -> u32 {
-        self.in_flight.load(Relaxed)
+        self.shared.in_flight.load(Relaxed)
     }
 
     /// Whether a producer may build more packets, `queued` being those
@@ -649,9 +748,9 @@ impl TxCredit {
         }
         // Full barrier between setting the flag and reading the count, as between the count's
         // decrement and reading the flag in the destructor: one of the two sees the other.
-        self.blocked.xchg(true, Full);
+        self.shared.blocked.xchg(true, Full);
         // A destructor that ran before the flag was set did not wake us: look again.
-        self.in_flight.load(Relaxed).saturating_add(queued) < Self::HIGH_WATER
+        self.shared.in_flight.load(Relaxed).saturating_add(queued) < Self::HIGH_WATER
     }
 
     /// For a sender that just handed its queue over: whether a stopped
@@ -660,19 +759,68 @@ impl TxCredit {
     /// a local receiver without being charged, so no destructor will).
     /// Clears the request.
     pub fn take_wake(&self) -> bool {
-        self.blocked.load(Relaxed)
-            && self.in_flight.load(Relaxed) < Self::LOW_WATER
-            && self.blocked.xchg(false, Full)
+        let s = &self.shared;
+        s.blocked.load(Relaxed)
+            && s.in_flight.load(Relaxed) < Self::LOW_WATER
+            && s.blocked.xchg(false, Full)
     }
 }
 
 impl Drop for TxCredit {
-    /// Releases the socket. Sleeps.
+    /// Detaches the owner and releases the socket. Sleeps. The packets
+    /// still in flight keep the shared state (this drop only gives back
+    /// the credit's reference) and the `struct sock` (each holds a socket
+    /// reference, which `sock_release` leaves them).
     fn drop(&mut self) {
-        // No skb is in flight: each holds a reference to the owner, which holds the credit.
-        // SAFETY: The socket is ours (type invariant) and released only here; the skbs' own
-        // socket references, if any were outstanding, would keep the `struct sock` alive.
+        self.detach();
+        // SAFETY: The socket is ours (type invariant) and released only here; its `sk_user_data`
+        // stays as it is, and the skbs' own references keep the `struct sock` alive.
         unsafe { bindings::sock_release(self.sock.as_ptr()) };
+    }
+}
+
+/// Keeps a module whose skbs are charged to transmit credits
+/// ([`xmit_udp_charged`]) loaded until their destructor, which is the
+/// module's code, has run for the last of them.
+///
+/// A credit no longer waits for its packets when dropped, so after every
+/// owner is gone (at unload, once the devices are unregistered) skbs may
+/// still sit in a qdisc. Dropping the fence waits until every credit's
+/// shared state has been freed (each skb holds one, so this is after the
+/// last destructor gave its reference back), then for an RCU grace period,
+/// which the destructor's read-side section spans: the unload then
+/// returns only once no CPU runs the destructor any more but for its
+/// return. The wait lasts as long as a qdisc holds the packets; freeing
+/// them (e.g. `tc qdisc del`) ends it. Chosen over a module reference per
+/// packet in flight, which would make `rmmod` fail instead of wait, and
+/// over the device's reference, which would tie a net abstraction to RDMA.
+///
+/// A module keeps one in its state, dropped after everything that
+/// creates credits.
+pub struct TxCreditFence(());
+
+impl TxCreditFence {
+    /// Creates the fence.
+    pub fn new() -> Self {
+        Self(())
+    }
+}
+
+impl Default for TxCreditFence {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for TxCreditFence {
+    /// Waits for the credits' shared states. Sleeps.
+    fn drop(&mut self) {
+        while LIVE_STATES.load(Acquire) != 0 {
+            // SAFETY: Module teardown runs in process context; sleeping is fine.
+            unsafe { bindings::msleep(10) };
+        }
+        // SAFETY: As above; waits for the destructors' RCU read-side sections.
+        unsafe { bindings::synchronize_rcu() };
     }
 }
 
@@ -888,23 +1036,10 @@ mod tests {
         Ok(())
     }
 
-    /// An owner for the credit tests: counts its references and wakes.
+    /// An owner for the credit tests: counts its wakes.
     struct TestOwner {
-        refs: Atomic<u32>,
         wakes: Atomic<u32>,
         credit: TxCredit,
-    }
-
-    // SAFETY: The test frees the owner only once its count is back to the test's own reference.
-    unsafe impl AlwaysRefCounted for TestOwner {
-        fn inc_ref(&self) {
-            self.refs.fetch_add(1, Full);
-        }
-
-        unsafe fn dec_ref(obj: NonNull<Self>) {
-            // SAFETY: The caller owns a reference, so `obj` is alive.
-            unsafe { obj.as_ref() }.refs.fetch_sub(1, Full);
-        }
     }
 
     impl TxOwner for TestOwner {
@@ -917,9 +1052,22 @@ mod tests {
         }
     }
 
+    /// Waits (up to a second) until none of `o`'s packets is in flight.
+    fn drained(o: &TestOwner) -> bool {
+        for _ in 0..100 {
+            if o.credit.in_flight() == 0 {
+                return true;
+            }
+            // SAFETY: Sleeping is fine in a KUnit test.
+            unsafe { bindings::msleep(10) };
+        }
+        o.credit.in_flight() == 0
+    }
+
     /// Packets charged to an owner over `lo` are released when the stack
-    /// frees them (`lo` orphans them on transmit), with the owner's
-    /// references given back; an unbound or foreign owner is refused.
+    /// frees them (`lo` orphans them on transmit); a producer stopped by
+    /// the high-water mark is woken by the destructor until the owner is
+    /// detached, and not after; an unbound or foreign owner is refused.
     #[test]
     fn charged_loopback() -> Result {
         // SAFETY: `init_net` is never dismantled; its loopback device lives as long.
@@ -937,7 +1085,6 @@ mod tests {
         let new_owner = || -> Result<KBox<TestOwner>> {
             Ok(KBox::new(
                 TestOwner {
-                    refs: Atomic::new(1),
                     wakes: Atomic::new(0),
                     credit: TxCredit::new()?,
                 },
@@ -952,35 +1099,39 @@ mod tests {
         };
         // Not bound yet: refused, nothing charged.
         assert_eq!(xmit_udp_charged(net, packet()?, &*a).err(), Some(EBUSY));
-        a.credit.bind(&*a)?;
-        assert_eq!(a.credit.bind(&*b).err(), Some(EBUSY));
-        // Another owner cannot charge `a`'s credit through its accessor.
-        b.credit.bind(&*b)?;
+        assert_eq!(a.credit.in_flight(), 0);
+        // SAFETY: `a` and `b` live (boxed, not moved) until the end, and their credits, which
+        // detach on drop, are dropped with them.
+        unsafe {
+            a.credit.bind(&*a)?;
+            assert_eq!(a.credit.bind(&*b).err(), Some(EBUSY));
+            // Another owner cannot charge `a`'s credit through its accessor.
+            b.credit.bind(&*b)?;
+        }
         assert!(a.credit.may_send(0));
         for _ in 0..3 {
             xmit_udp_charged(net, packet()?, &*a)?;
         }
-        // Freed already, or soon.
-        for _ in 0..100 {
-            if a.credit.in_flight() == 0 && a.refs.load(Acquire) == 1 {
-                break;
-            }
-            // SAFETY: Sleeping is fine in a KUnit test.
-            unsafe { bindings::msleep(10) };
-        }
-        let done = a.credit.in_flight() == 0 && a.refs.load(Acquire) == 1;
-        if !done {
-            // An skb still refers to it: never free it.
-            KBox::leak(a);
-            assert!(done);
-            return Ok(());
-        }
+        // Freed already, or soon: the test waits, as a destroyed owner would not.
+        assert!(drained(&a));
+        assert_eq!(a.wakes.load(Acquire), 0);
         // Above the high-water mark a producer stops, and is woken once.
         assert!(!a.credit.may_send(TxCredit::HIGH_WATER as usize));
         assert!(a.credit.take_wake());
         assert!(!a.credit.take_wake());
-        assert_eq!(a.wakes.load(Acquire), 0);
-        assert_eq!(b.refs.load(Acquire), 1);
+        // Stopped again: the destructor of the next packet wakes the owner.
+        assert!(!a.credit.may_send(TxCredit::HIGH_WATER as usize));
+        xmit_udp_charged(net, packet()?, &*a)?;
+        assert!(drained(&a));
+        assert_eq!(a.wakes.load(Acquire), 1);
+        // Detached: still charged and released, but nobody is woken.
+        a.credit.detach();
+        assert!(!a.credit.may_send(TxCredit::HIGH_WATER as usize));
+        xmit_udp_charged(net, packet()?, &*a)?;
+        assert!(drained(&a));
+        assert_eq!(a.wakes.load(Acquire), 1);
+        assert_eq!(b.wakes.load(Acquire), 0);
+        assert_eq!(b.credit.in_flight(), 0);
         Ok(())
     }
 

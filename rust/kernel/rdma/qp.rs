@@ -1148,10 +1148,17 @@ impl<T: Driver> Qp<T> {
     /// `this` is a QP after `unpublish` and a successful `T::destroy_qp`;
     /// nothing uses it afterwards except the RDMA core, which frees it.
     unsafe fn finish_destroy(this: *mut Self) {
+        // Packets still in the IP stack hold the credit's shared state, not the QP: from here
+        // their destructors wake nobody, so the wait below is not for them (a qdisc may hold
+        // them for seconds). The initial reference is still held, so a wake that was under way
+        // has taken the kick's reference, which the wait covers.
+        // SAFETY: The QP is valid for the call.
+        unsafe { (*this).tx_credit.detach() };
         // SAFETY: We own the initial reference; the QP stays valid for the call.
         unsafe { (*this).live.put_initial_and_wait() };
-        // SAFETY: No reference is left and the timers are shut down; dropped only here. No skb
-        // is in flight any more (each held a reference), so the credit's socket can go too.
+        // SAFETY: No reference is left and the timers are shut down; dropped only here. The
+        // credit no longer names the QP, and its drop leaves the shared state and the socket's
+        // `struct sock` to the packets in flight.
         unsafe {
             core::ptr::drop_in_place(&raw mut (*this).data);
             core::ptr::drop_in_place(&raw mut (*this).tx_credit);
@@ -1214,7 +1221,10 @@ impl<T: Driver> Qp<T> {
             // SAFETY: The QP is fully initialised.
             let qp = unsafe { Self::from_raw(ptr) };
             // INVARIANT: A fresh credit binds (only) to its QP, before any packet is sent.
-            if let Err(e) = qp.tx_credit.bind(qp) {
+            // SAFETY: The QP does not move (`ib_core` allocated it) and stays valid, its kick
+            // callable, until `finish_destroy` detaches the credit, or the error paths below
+            // drop it, before the memory goes.
+            if let Err(e) = unsafe { qp.tx_credit.bind(qp) } {
                 // Cannot happen for a fresh credit; undone as a failed creation.
                 // SAFETY: Initialised above, not published; dropped once, here.
                 unsafe {
@@ -1416,7 +1426,9 @@ impl<T: Driver> TxOwner for Qp<T> {
     }
 
     fn tx_wake(&self) {
-        // Queues work (a no-op once destruction began): any context.
+        // Queues work holding its own reference (a no-op once destruction began): any context.
+        // Called only before `finish_destroy` detached the credit, so the initial reference is
+        // still held and the count is not zero.
         self.kick();
     }
 }

@@ -31,7 +31,10 @@ mod ud;
 mod verbs;
 
 use crate::{
-    net::notifier,
+    net::{
+        notifier,
+        skbuff::TxCreditFence, //
+    },
     rdma::{
         device::DriverRegistration,
         link as rdma_link, //
@@ -43,13 +46,16 @@ use kernel::prelude::*;
 ///
 /// Fields are dropped in declaration order, which is the teardown order at
 /// unload: no new links, then every rrxe device unregistered (and no other
-/// driver's), then no more net device events, and last the guard that keeps
-/// `rdma_rxe` out while rrxe devices exist.
+/// driver's), then a wait for the destructors of packets their QPs left in
+/// the IP stack (a qdisc may hold them after the QP is gone), then no more
+/// net device events, and last the guard that keeps `rdma_rxe` out while
+/// rrxe devices exist.
 #[pin_data]
 pub(crate) struct RrxeModule {
     #[pin]
     link: rdma_link::Registration<link::RrxeLink>,
     devices: DriverRegistration<verbs::Rrxe>,
+    tx_credits: TxCreditFence,
     /// Per-namespace RoCEv2 sockets; those still open are closed here.
     #[pin]
     namespaces: ns::Registration,
@@ -66,6 +72,7 @@ impl kernel::InPlaceModule for RrxeModule {
             netdev_events <- notifier::Registration::new(try_init!(net::NetEvents {})),
             namespaces <- ns::Registration::new(),
             devices: DriverRegistration::new(),
+            tx_credits: TxCreditFence::new(),
             link <- rdma_link::Registration::new(),
         })
     }
