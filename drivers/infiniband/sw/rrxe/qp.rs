@@ -131,36 +131,52 @@ pub(crate) struct Wq {
     /// Kernel-owned consumer index.
     consumer: u32,
     ring: Ring,
+    /// WQEs consumed and (kernel queue) posted over the queue's life,
+    /// unmasked: a resize ([`Resize`]) measures what moved between its
+    /// steps with them, which masked indices cannot do once they wrap.
+    taken: u64,
+    posted: u64,
 }
 
-/// A resize of a work queue in progress ([`Wq::resize_step`]): the new
-/// queue, in which WQE `j` is the old queue's WQE at `start + j`.
+/// A resize of a work queue in progress ([`Wq::resize_step`]). WQE `j`
+/// (counted from the old queue's consumer index `start` when the resize
+/// began) is the old ring's slot `start + j` and the new ring's slot `j`
+/// (each masked by its own ring).
 pub(crate) struct Resize {
     new: Wq,
     start: u32,
-    copied: u32,
-    consumed: u32,
+    /// The old queue's `taken` and `posted` when the resize began.
+    taken0: u64,
+    posted0: u64,
+    /// WQEs pending when the resize began.
+    pending0: u32,
+    /// `[0, copied)` is in the new ring; `[consumed, ..)` still pending.
+    copied: u64,
+    consumed: u64,
     steps_left: u32,
 }
 
 impl Resize {
-    /// A resize into `new` of a queue whose consumer index is `start` now.
-    /// `old_slots` (the old ring's) bounds the number of steps.
-    pub(crate) fn new(new: Wq, start: u32, old_slots: u32, budget: u32) -> Self {
+    /// A resize of `old` (under its lock) into `new`, in steps of `budget`.
+    pub(crate) fn new(old: &Wq, new: Wq, budget: u32) -> Self {
         Self {
             new,
-            start,
+            start: old.consumer,
+            taken0: old.taken,
+            posted0: old.posted,
+            pending0: old.count(),
             copied: 0,
             consumed: 0,
-            steps_left: (old_slots / budget.max(1)).saturating_add(8),
+            steps_left: (old.geo.slots() / budget.max(1)).saturating_add(8),
         }
     }
 
-    /// The new queue, with the WQEs still pending at the last step, from
-    /// index 0 of its ring's positions relative to `start`.
+    /// The new queue, holding the WQEs still pending at the last step.
     pub(crate) fn finish(self) -> Wq {
         let mut new = self.new;
-        let (c, p) = (self.consumed, self.copied);
+        // CAST: the new ring's indices are masked to its 32-bit index mask.
+        let c = new.geo.mask(self.consumed as u32);
+        let p = new.geo.mask(self.copied as u32);
         match &mut new.ring {
             Ring::User(buf) => {
                 buf.store_release(queue::OFF_PRODUCER, p);
@@ -202,6 +218,8 @@ impl Wq {
                 geo,
                 consumer: 0,
                 ring,
+                taken: 0,
+                posted: 0,
             },
             mi,
         ))
@@ -255,33 +273,28 @@ impl Wq {
     /// up to `max_srq_wr` large WQEs does not keep interrupts off for the
     /// whole copy (review suspicion S5; rdma_rxe copies the whole ring
     /// under its irq-off lock). Meanwhile the receive path may take WQEs
-    /// from this queue: those are left out of the new one.
+    /// and a kernel ULP post more: the unmasked counts say how many.
     pub(crate) fn resize_step(&self, r: &mut Resize, budget: u32) -> Result<bool> {
         if self.is_user() != r.new.is_user() {
             return Err(EINVAL);
         }
-        // Positions relative to where the resize began: [consumed, total)
-        // is pending now; [0, copied) was copied before.
-        let consumed = self.geo.count(self.consumer, r.start);
-        let total = self.geo.count(self.producer(), r.start);
-        if total > r.new.geo.capacity() {
-            return Err(EINVAL);
-        }
         let last = r.steps_left <= 1;
         r.steps_left = r.steps_left.saturating_sub(1);
-        // The last step of a kernel queue takes what a ULP posted meanwhile
-        // (bounded by the new queue); a user queue's producer index is the
-        // user's to move, and what it moved past the budget is not copied.
-        let budget = if last && !self.is_user() {
-            u32::MAX
-        } else {
-            budget
-        };
+        let step = queue::resize_step(
+            r.pending0,
+            self.taken.wrapping_sub(r.taken0),
+            (!self.is_user()).then_some(self.posted.wrapping_sub(r.posted0)),
+            r.copied,
+            budget,
+            r.new.geo.capacity(),
+            last,
+        )
+        .ok_or(EINVAL)?;
         let len = self.geo.elem_size().min(r.new.geo.elem_size());
         let mut tmp = [0u8; 64];
-        let from = r.copied.max(consumed);
-        let to = total.min(from.saturating_add(budget));
-        for j in from..to {
+        for j in step.from..step.to {
+            // CAST: both rings mask the index; only its low bits matter.
+            let j = j as u32;
             let mut off = 0;
             while off < len {
                 let k = (len - off).min(tmp.len());
@@ -291,11 +304,9 @@ impl Wq {
                 off += k;
             }
         }
-        r.copied = r.copied.max(to);
-        r.consumed = consumed.min(r.copied);
-        // A user who keeps posting cannot keep the resize going: after the
-        // budget of steps what was copied is what the new queue holds.
-        Ok(r.copied >= total || last)
+        r.copied = step.to;
+        r.consumed = step.consumed;
+        Ok(step.done)
     }
 
     /// Whether user space produces this queue.
@@ -340,6 +351,7 @@ impl Wq {
         }
         write(slots.get_mut(r).ok_or(EINVAL)?)?;
         *producer = geo.next(*producer);
+        self.posted = self.posted.wrapping_add(1);
         Ok(())
     }
 
@@ -357,6 +369,7 @@ impl Wq {
     /// Consumes the WQE at the consumer index.
     pub(crate) fn advance(&mut self) {
         self.consumer = self.geo.next(self.consumer);
+        self.taken = self.taken.wrapping_add(1);
         if let Ring::User(buf) = &self.ring {
             buf.store_release(queue::OFF_CONSUMER, self.consumer);
         }
@@ -1185,7 +1198,7 @@ impl RrxeQp {
         }
     }
 
-    /// A timer of the QP fired.    /// A timer of the QP fired.
+    /// A timer of the QP fired.
     pub(crate) fn timer(qp: &Qp<Rrxe>, t: QpTimer) {
         Self::revalidate_route(qp);
         Self::prepare_tx(qp);

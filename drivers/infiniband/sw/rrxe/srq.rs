@@ -20,10 +20,14 @@ use crate::{
     },
 };
 use kernel::{
+    new_mutex,
     prelude::*,
-    sync::atomic::{
-        Atomic,
-        Relaxed, //
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Mutex,
     },
     uaccess::{
         UserPtr,
@@ -60,6 +64,11 @@ struct State {
 pub(crate) struct RrxeSrq {
     #[pin]
     state: SpinLockIrq<State>,
+    /// Held across `modify`: a resize drops `state` between its steps, and
+    /// uverbs (a shared lock on the SRQ) and kernel callers may run two
+    /// modifies at once.
+    #[pin]
+    modify: Mutex<()>,
     /// SRQ number.
     srq_num: u32,
     /// The armed limit was crossed and `IB_EVENT_SRQ_LIMIT_REACHED` is
@@ -118,6 +127,7 @@ impl RrxeSrq {
                 State { rq, max_sge, limit },
                 "RrxeSrq::state"
             ),
+            modify <- new_mutex!((), "RrxeSrq::modify"),
             srq_num,
             limit_event: Atomic::new(false),
         }))
@@ -130,6 +140,7 @@ impl RrxeSrq {
         mask: u32,
         udata: Option<&Udata>,
     ) -> Result {
+        let _modify = srq.modify.lock();
         let (capacity, limit, max_sge) = {
             let st = srq.state.lock();
             (st.rq.geo.capacity(), st.limit, st.max_sge)
@@ -166,10 +177,7 @@ impl RrxeSrq {
             }
             // The pending WQEs move in steps of RESIZE_STEP_WQES, each under
             // the lock (interrupts off), the lock dropped in between.
-            let mut r = {
-                let st = srq.state.lock();
-                Resize::new(rq, st.rq.consumer(), st.rq.geo.slots(), RESIZE_STEP_WQES)
-            };
+            let mut r = Resize::new(&srq.state.lock().rq, rq, RESIZE_STEP_WQES);
             let old = loop {
                 let mut st = srq.state.lock();
                 if st.rq.resize_step(&mut r, RESIZE_STEP_WQES)? {

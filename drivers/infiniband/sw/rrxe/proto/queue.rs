@@ -113,9 +113,107 @@ impl QueueGeometry {
     }
 }
 
+/// What one step of a stepwise resize copies ([`resize_step`]). WQEs are
+/// numbered from the old queue's consumer index when the resize began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResizeStep {
+    /// Copy WQEs `from..to` (old ring slot `start + j`, new ring slot `j`).
+    pub from: u64,
+    /// End (exclusive) of the WQEs to copy; at least what was copied.
+    pub to: u64,
+    /// WQEs consumed since the resize began (the new consumer index).
+    pub consumed: u64,
+    /// Every pending WQE is copied after this step (or the steps are spent).
+    pub done: bool,
+}
+
+/// One step of a work-queue resize done in bounded steps, the queue's lock
+/// dropped between them (rrxe's SRQ; review suspicion S5). `pending0`
+/// WQEs were pending when the resize began; since then `taken` were
+/// consumed and, for a kernel queue, `posted` posted (a user queue's
+/// producer is the user's, and what it posts meanwhile is not copied:
+/// `None`). The counts are exact, not masked indices, which wrap once a
+/// full queue under traffic moves by its size between two steps. `copied`
+/// WQEs are in the new queue; at most `budget` more are copied, all on a
+/// kernel queue's `last` step. `None` if the WQEs pending now do not fit
+/// `capacity`.
+pub fn resize_step(
+    pending0: u32,
+    taken: u64,
+    posted: Option<u64>,
+    copied: u64,
+    budget: u32,
+    capacity: u32,
+    last: bool,
+) -> Option<ResizeStep> {
+    let total = u64::from(pending0).saturating_add(posted.unwrap_or(0));
+    if total.saturating_sub(taken) > u64::from(capacity) {
+        return None;
+    }
+    let budget = if last && posted.is_some() {
+        u64::MAX
+    } else {
+        u64::from(budget)
+    };
+    let from = copied.max(taken);
+    let to = total.min(from.saturating_add(budget)).max(copied);
+    Some(ResizeStep {
+        from,
+        to,
+        consumed: taken.min(to.max(copied)),
+        done: to >= total || last,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resize_steps() {
+        // 1000 pending, steps of 256, nothing moving: 4 steps, then done.
+        let s = resize_step(1000, 0, Some(0), 0, 256, 2047, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (0, 256, 0, false));
+        let s = resize_step(1000, 0, Some(0), 768, 256, 2047, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (768, 1000, 0, true));
+        // Consumed past what was copied: those are skipped, not copied.
+        let s = resize_step(1000, 300, Some(0), 256, 256, 2047, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (300, 556, 300, false));
+        // All consumed: nothing to copy, done, the new queue is empty.
+        let s = resize_step(1000, 1000, Some(0), 256, 256, 2047, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (1000, 1000, 1000, true));
+    }
+
+    #[test]
+    fn resize_full_queue_under_traffic() {
+        // A full kernel queue of 1024 slots (1023 pending): after a first
+        // step of 256, the receive path takes one WQE and the ULP posts one.
+        // Masked from the start, the producer has moved by 1024 = 0: with
+        // masked indices the resize ended here with 255 WQEs of 1023.
+        let s = resize_step(1023, 1, Some(1), 256, 256, 2047, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (256, 512, 1, false));
+        let s = resize_step(1023, 1, Some(1), 768, 256, 2047, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (768, 1024, 1, true));
+        // 1023 pending at the end, none lost.
+        assert_eq!(s.to - s.consumed, 1023);
+    }
+
+    #[test]
+    fn resize_bounds() {
+        // Shrinking: what is pending now must fit, not what was pending.
+        assert!(resize_step(600, 0, Some(0), 0, 256, 511, false).is_none());
+        assert!(resize_step(600, 100, Some(0), 0, 256, 511, false).is_some());
+        // A ULP that keeps posting: the last step takes the rest at once.
+        let s = resize_step(100, 0, Some(5000), 256, 256, 8191, true).unwrap();
+        assert_eq!((s.from, s.to, s.done), (256, 5100, true));
+        // A user queue: posts are not counted; its last step stays bounded.
+        let s = resize_step(100_000, 0, None, 0, 256, 131071, true).unwrap();
+        assert_eq!((s.from, s.to, s.done), (0, 256, true));
+        // Consumed more than was pending (a hostile user posted and the
+        // receive path took them): nothing copied, no wrap.
+        let s = resize_step(10, 50, None, 10, 256, 1023, false).unwrap();
+        assert_eq!((s.from, s.to, s.consumed, s.done), (50, 10, 10, true));
+    }
 
     #[test]
     fn geometry_matches_rxe_queue_init() {
