@@ -115,6 +115,11 @@ impl Mtu {
         })
     }
 
+    /// Returns the MTU as `enum ib_mtu` (as in `ib_qp_attr::path_mtu`).
+    pub const fn to_ib_mtu(self) -> u32 {
+        self.as_raw()
+    }
+
     const fn as_raw(self) -> bindings::ib_mtu {
         match self {
             Self::Mtu256 => bindings::ib_mtu_IB_MTU_256,

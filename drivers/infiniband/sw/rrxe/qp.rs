@@ -896,6 +896,17 @@ impl RrxeQp {
         st.attr.merge(new, m);
         // The work queues are not resized.
         st.attr.set_cap(&keep_cap);
+        if m & mask::PATH_MTU != 0 {
+            // A path MTU above what the netdev carries would send packets
+            // the link drops at every retry: a black hole that ends in
+            // RETRY_EXC_ERR (rdma_rxe's behaviour). Clamped to the port's
+            // active MTU instead, the most the connection manager would
+            // have chosen.
+            let active = qp.device().active_mtu().to_ib_mtu();
+            if st.attr.path_mtu() > active {
+                st.attr.set_path_mtu(active);
+            }
+        }
         if m & mask::MAX_QP_RD_ATOMIC != 0 {
             let v = qp_check::round_rd_atomic(new.max_rd_atomic());
             st.attr.set_max_rd_atomic(v);
