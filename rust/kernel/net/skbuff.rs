@@ -815,7 +815,16 @@ impl Default for TxCreditFence {
 impl Drop for TxCreditFence {
     /// Waits for the credits' shared states. Sleeps.
     fn drop(&mut self) {
+        let mut waited = 0u32;
         while LIVE_STATES.load(Acquire) != 0 {
+            // Once, after 5 s: say what the unload waits for (a qdisc may hold packets for as
+            // long as it likes; deleting it frees them).
+            if waited == 500 {
+                pr_info!(
+                    "rdma: unload waits for packets still queued in the IP stack (a qdisc?)\n"
+                );
+            }
+            waited = waited.saturating_add(1);
             // SAFETY: Module teardown runs in process context; sleeping is fine.
             unsafe { bindings::msleep(10) };
         }

@@ -177,8 +177,9 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         let mut tx_guard = ah.tx.lock();
         // A route that changed since it was cached (`dst_check`) is looked
         // up again by the kick, as a missing one: rdma_rxe looks up a UD
-        // route for every packet.
-        if tx_guard.as_ref().is_some_and(|t| !t.route_is_current()) {
+        // route for every packet. On the last try (routes changing under
+        // every lookup) the stale one is used rather than the datagram lost.
+        if st.ud_route_tries < 2 && tx_guard.as_ref().is_some_and(|t| !t.route_is_current()) {
             *tx_guard = None;
         }
         let Some(tx) = tx_guard.as_ref() else {
