@@ -153,6 +153,8 @@ pub(crate) struct Resize {
     /// `[0, copied)` is in the new ring; `[consumed, ..)` still pending.
     copied: u64,
     consumed: u64,
+    /// Most WQEs a step copies (but a kernel queue's last).
+    budget: u32,
     steps_left: u32,
 }
 
@@ -167,6 +169,7 @@ impl Resize {
             pending0: old.count(),
             copied: 0,
             consumed: 0,
+            budget,
             steps_left: (old.geo.slots() / budget.max(1)).saturating_add(8),
         }
     }
@@ -264,7 +267,7 @@ impl Wq {
     }
 
     /// One bounded step of a resize ([`Resize`]), under the queue's lock:
-    /// copies at most `budget` of the pending WQEs not copied yet into the
+    /// copies at most the resize's budget of the pending WQEs not copied yet into the
     /// new queue. `true` once every pending WQE is there (or the resize's
     /// steps are spent): the caller then swaps in [`Resize::finish`]
     /// within the same critical section.
@@ -274,7 +277,7 @@ impl Wq {
     /// whole copy (review suspicion S5; rdma_rxe copies the whole ring
     /// under its irq-off lock). Meanwhile the receive path may take WQEs
     /// and a kernel ULP post more: the unmasked counts say how many.
-    pub(crate) fn resize_step(&self, r: &mut Resize, budget: u32) -> Result<bool> {
+    pub(crate) fn resize_step(&self, r: &mut Resize) -> Result<bool> {
         if self.is_user() != r.new.is_user() {
             return Err(EINVAL);
         }
@@ -285,7 +288,7 @@ impl Wq {
             self.taken.wrapping_sub(r.taken0),
             (!self.is_user()).then_some(self.posted.wrapping_sub(r.posted0)),
             r.copied,
-            budget,
+            r.budget,
             r.new.geo.capacity(),
             last,
         )

@@ -180,7 +180,7 @@ impl RrxeSrq {
             let mut r = Resize::new(&srq.state.lock().rq, rq, RESIZE_STEP_WQES);
             let old = loop {
                 let mut st = srq.state.lock();
-                if st.rq.resize_step(&mut r, RESIZE_STEP_WQES)? {
+                if st.rq.resize_step(&mut r)? {
                     break core::mem::replace(&mut st.rq, r.finish());
                 }
             };
