@@ -112,6 +112,33 @@ struct net_device *rrxe_helper_vlan_dev_real_dev(const struct net_device *dev)
 	return is_vlan_dev(dev) ? vlan_dev_real_dev(dev) : NULL;
 }
 
+/* The VLAN id of a VLAN device, or 0xffff for any other device. */
+u16 rrxe_helper_vlan_dev_vlan_id(const struct net_device *dev)
+{
+	return is_vlan_dev(dev) ? vlan_dev_vlan_id(dev) : 0xffff;
+}
+
+/* include/rdma/ib_cache.h */
+
+/*
+ * The net device a GID entry belongs to (a VLAN device for the GIDs of a
+ * VLAN's addresses), with a reference for the caller, or NULL: the entry's
+ * device pointer is only stable under RCU.
+ */
+struct net_device *rrxe_helper_gid_attr_ndev_get(const struct ib_gid_attr *attr)
+{
+	struct net_device *ndev;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (IS_ERR(ndev))
+		ndev = NULL;
+	else
+		dev_hold(ndev);
+	rcu_read_unlock();
+	return ndev;
+}
+
 /* include/linux/skbuff.h */
 
 unsigned int rrxe_helper_skb_len(const struct sk_buff *skb)

@@ -95,6 +95,14 @@ impl Device {
         unsafe { bindings::is_vlan_dev(self.as_raw()) }
     }
 
+    /// Returns the VLAN id of a VLAN device (`vlan_dev_vlan_id`), or `None`
+    /// if this is not a VLAN device.
+    pub fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: `self` is a valid net device; the helper checks `is_vlan_dev` first.
+        let id = unsafe { bindings::vlan_dev_vlan_id(self.as_raw()) };
+        (id != 0xffff).then_some(id)
+    }
+
     /// Returns the real device under a VLAN device (`vlan_dev_real_dev`),
     /// or `None` if this is not a VLAN device.
     pub fn vlan_real_dev(&self) -> Option<&Device> {

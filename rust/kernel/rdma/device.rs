@@ -545,6 +545,32 @@ impl<T: Driver> Device<T> {
         Ok(gid)
     }
 
+    /// Returns the GID at `index` of port `port` and the net device it
+    /// belongs to, with a reference: a VLAN device for the GIDs of a VLAN's
+    /// addresses (the RDMA core adds those to the real device's table), the
+    /// port's own net device otherwise. `None` for an entry without one.
+    pub fn gid_with_netdev(
+        &self,
+        port: u32,
+        index: u32,
+    ) -> Result<([u8; 16], Option<ARef<net::Device>>)> {
+        let index = c_int::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: The device is valid; the call checks `port` and `index` itself.
+        let attr = unsafe { bindings::rdma_get_gid_attr(self.as_raw(), port, index) };
+        let attr = from_err_ptr(attr.cast_mut())?;
+        // SAFETY: `attr` is a valid GID entry on which we hold a reference; every bit pattern
+        // is a valid `[u8; 16]`.
+        let gid = unsafe { *(*attr).gid.raw.as_ref() };
+        // SAFETY: `attr` is valid for the call.
+        let ndev = unsafe { bindings::gid_attr_ndev_get(attr) };
+        // SAFETY: The helper returned NULL or a net device with a reference taken for the
+        // caller, which the `ARef` now owns.
+        let ndev = NonNull::new(ndev).map(|p| unsafe { ARef::from_raw(p.cast::<net::Device>()) });
+        // SAFETY: Drops the reference taken by `rdma_get_gid_attr`.
+        unsafe { bindings::rdma_put_gid_attr(attr) };
+        Ok((gid, ndev))
+    }
+
     /// The network namespace of the net device bound to port `port`, with a
     /// reference, for transmitting; `None` without a net device or while
     /// the namespace is being dismantled. Any context.

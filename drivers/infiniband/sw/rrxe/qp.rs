@@ -1172,6 +1172,7 @@ impl RrxeQp {
         pkt: &Packet<'_>,
         ip: &[u8],
         protocol: u16,
+        vlan_id: Option<u16>,
     ) -> Received<'q> {
         Self::prepare_tx(qp);
         let ty = qp.qp_type();
@@ -1201,7 +1202,7 @@ impl RrxeQp {
                     _ => {}
                 }
             }
-            qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol),
+            qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol, vlan_id),
             _ => {}
         }
         Received {

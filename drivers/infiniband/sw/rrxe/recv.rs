@@ -144,6 +144,8 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
 
     let pkt = parse_packet(roce).map_err(drop_reason)?;
     check_dgid(dev, ndev, skb.protocol(), ip)?;
+    // Datagram completions name the VLAN a packet came through.
+    let vlan_id = ndev.vlan_id();
     pkt.verify_icrc(&KernelCrc32, ip, udp)
         .map_err(drop_reason)?;
     if !pkey_matches_default(pkt.bth().pkey) {
@@ -167,7 +169,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
             if let Some(qp) = dev.lookup_qp(qpn) {
                 if qp.qp_type() == qp_type::UD {
                     // UD packets are never held.
-                    drop(RrxeQp::rcv(&qp, &pkt, ip, skb.protocol()));
+                    drop(RrxeQp::rcv(&qp, &pkt, ip, skb.protocol(), vlan_id));
                     delivered = true;
                 }
             }
@@ -190,7 +192,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     // CAST: lengths of one IP packet fit in a `u64`.
     dev.counters
         .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
-    let received = RrxeQp::rcv(&qp, &pkt, ip, skb.protocol());
+    let received = RrxeQp::rcv(&qp, &pkt, ip, skb.protocol(), vlan_id);
     if received.taken() == Taken::Hold {
         received.hold(skb);
     }

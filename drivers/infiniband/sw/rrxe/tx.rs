@@ -85,8 +85,11 @@ pub(crate) struct Path {
 impl TxCtx {
     /// Resolves `path` for QP `lqpn` talking to `rqpn` on `dev`'s port.
     pub(crate) fn resolve(dev: &Device<Rrxe>, path: &Path, lqpn: u32, rqpn: u32) -> Result<Self> {
-        let ndev: ARef<net::Device> = dev.ndev().into();
-        let sgid = dev.gid_at(1, u32::from(path.sgid_index))?;
+        // The packets leave through the net device the source GID belongs
+        // to: for a VLAN's GID the VLAN device, which tags them (as the C
+        // driver sends through the sgid_attr's device).
+        let (sgid, gid_ndev) = dev.gid_with_netdev(1, u32::from(path.sgid_index))?;
+        let ndev: ARef<net::Device> = gid_ndev.unwrap_or_else(|| dev.ndev().into());
         let route = Route::output(ndev.net(), &ndev, &sgid, &path.dgid)?;
         let hdr = UdpIpHdr {
             sgid,

@@ -262,14 +262,15 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     }
 }
 
-/// Responder: a UD SEND arrived. `ip` is the packet's IP header and
-/// `protocol` its EtherType.
+/// Responder: a UD SEND arrived. `ip` is the packet's IP header,
+/// `protocol` its EtherType and `vlan_id` the VLAN it came through.
 pub(crate) fn on_request(
     qp: &Qp<Rrxe>,
     st: &mut State,
     pkt: &Packet<'_>,
     ip: &[u8],
     protocol: u16,
+    vlan_id: Option<u16>,
 ) {
     if !matches!(
         st.attr.qp_state(),
@@ -356,6 +357,10 @@ pub(crate) fn on_request(
                 w.ex = u32::from_ne_bytes(imm.imm_data);
                 w.wc_flags |= WC_WITH_IMM;
             }
+            // Kernel consumers (the CM's MADs on QP1) find the GID of the
+            // reply from it (`ib_init_ah_attr_from_wc`), as with the C
+            // driver; the user CQE has no such field.
+            w.vlan_id = vlan_id;
         }
         Err(mem::MemError::Length) => w.status = WcStatus::LocLenErr,
         Err(_) => w.status = WcStatus::LocProtErr,
