@@ -612,6 +612,12 @@ pub(crate) struct RrxeQp {
     /// after it in arrival order ([`rc::resume_responder`]).
     #[pin]
     pub(crate) rxq: SkbQueue,
+    /// Received packets finished with while the state lock (interrupts
+    /// off) was held: freed by [`RrxeQp::report_events`], once it is not.
+    /// A received skb may hold page-pool pages, which must not be returned
+    /// with interrupts disabled (`page_pool_put_unrefed_netmem` warns).
+    #[pin]
+    pub(crate) rx_done: SkbQueue,
     /// A context is sending `txq`.
     sending: Atomic<bool>,
     /// Multicast groups the QP is attached to.
@@ -795,6 +801,7 @@ impl RrxeQp {
             ),
             txq <- SkbQueue::new(),
             rxq <- SkbQueue::new(),
+            rx_done <- SkbQueue::new(),
             sending: Atomic::new(false),
             mcast_count: Atomic::new(0),
             last_wqe_event: Atomic::new(false),
@@ -810,7 +817,7 @@ impl RrxeQp {
     pub(crate) fn flush(qp: &Qp<Rrxe>, st: &mut State) {
         // No more responses: requests waiting for a READ's go too.
         st.resp.drop_read();
-        qp.rxq.purge();
+        Self::retire_held(qp);
         if let Some(wr_id) = st.resp.take_srq_recv() {
             let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false);
         }
@@ -966,7 +973,7 @@ impl RrxeQp {
                     }
                     st.req.reset(Psn::new(0));
                     st.resp.reset(Psn::new(0));
-                    qp.rxq.purge();
+                    Self::retire_held(qp);
                     st.snap_index = None;
                     st.tx = None;
                     qp.tx_ready.store(false, Relaxed);
@@ -1014,12 +1021,28 @@ impl RrxeQp {
     /// timers and the kick (softirq): the consumers' handlers may call
     /// verbs of the QP or SRQ.
     pub(crate) fn report_events(qp: &Qp<Rrxe>) {
+        if !qp.rx_done.is_empty() {
+            qp.rx_done.purge();
+        }
         if let Some(srq) = qp.srq() {
             super::srq::RrxeSrq::report_limit(srq);
         }
         if qp.last_wqe_event.xchg(false, Relaxed) {
             qp.report_last_wqe_reached();
         }
+    }
+
+    /// Gives the held requests up (the QP is flushed or reset): they go to
+    /// `rx_done`, which the kick frees once the state lock is released.
+    /// Called with the state lock held.
+    fn retire_held(qp: &Qp<Rrxe>) {
+        if qp.rxq.is_empty() {
+            return;
+        }
+        while let Some(skb) = qp.rxq.pop_front() {
+            qp.rx_done.push_back(skb);
+        }
+        qp.kick();
     }
 
     /// Has the kick report an event that a verb (`modify_qp`, `post_send`)
@@ -1320,10 +1343,13 @@ impl Received<'_> {
     /// [`MAX_HELD`] requests the packet is dropped, as a full receive
     /// queue would: the requester sends it again.
     pub(crate) fn hold(mut self, mut skb: SkBuff) {
+        // The route of a received packet may be valid only in this softirq.
+        skb.drop_dst();
         if self.qp.rxq.len() < MAX_HELD {
-            // The route of a received packet may be valid only in this softirq.
-            skb.drop_dst();
             self.qp.rxq.push_back(skb);
+        } else {
+            // Freed once the lock is released (`Drop` reports events).
+            self.qp.rx_done.push_back(skb);
         }
         self.held = true;
     }

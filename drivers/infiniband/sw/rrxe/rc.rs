@@ -1472,6 +1472,10 @@ pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
         if let Some(pkt) = held {
             handle_request(qp, st, &pkt);
         }
+        // Freed by the kick once the state lock is released: a received
+        // skb's pages may not go back to their page pool with interrupts
+        // off.
+        qp.rx_done.push_back(skb);
     }
 }
 
