@@ -76,6 +76,15 @@ suite_reset() {
 		timeout 120 nvme disconnect-all
 	fi
 	nvmet_down
+	# An NFS client or server left by a suite (tests/vm/nfs.pair.sh).
+	grep -q ' nfs4 ' /proc/mounts && timeout 60 umount -f -l -a -t nfs4
+	[ -e /proc/fs/nfsd/threads ] && timeout 60 rpc.nfsd 0
+	pkill -x rpc.mountd
+	pkill -x nfsdcld
+	pkill -x rpcbind
+	for l in /proc/fs/nfsd /var/lib/nfs/rpc_pipefs /var/lib/nfs; do
+		mountpoint -q "$l" && umount -l "$l"
+	done
 	tc qdisc del dev eth0 root 2>/dev/null
 	ip link set eth0 mtu 1500
 	ip link set eth0 up
