@@ -112,10 +112,109 @@ s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept(); c.recv(1)' "$por
 	fi
 }
 
+# A value handed from VM 2 to VM 1 over TCP (VM 1 listens): recv_value
+# [SECONDS] prints it, send_value VALUE [SECONDS] sends it.  Each exchange
+# uses its own port: send_value moves to the next one, and the receiver
+# does so itself (recv_value runs in a command substitution).
+VALUE_PORT=7400
+recv_value() {
+	timeout "${1:-600}" python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept()
+data = b""
+while not data.endswith(b"\n"):
+    chunk = c.recv(256)
+    if not chunk: break
+    data += chunk
+print(data.decode().strip())' "$VALUE_PORT"
+}
+send_value() {
+	retry "${2:-120}" python3 -c '
+import socket, sys
+socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).sendall(sys.argv[3].encode() + b"\n")' \
+		"$PEER_IP" "$VALUE_PORT" "$1" 2>/dev/null
+	local rc=$?
+	VALUE_PORT=$((VALUE_PORT + 1))
+	return $rc
+}
+
+# tree_sum DIR: one SHA-256 over the names and contents of DIR's files.
+tree_sum() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1); }
+
+# same_sum WHAT GOT WANT: the checksum GOT of WHAT is WANT, and not empty.
+same_sum() {
+	echo "$1: $2"
+	echo "expected: $3"
+	[ -n "$2" ] && [ "$2" = "$3" ]
+}
+
+# The suites of the kernel's file and block consumers (nfs, smb, iser):
+# a file set written over the fabric and read back, fio with a verify
+# pass, and the port counters showing the data crossed.
+
+# make_file_set DIR: files of sizes around the path MTU, pages, the
+# consumers' inline thresholds and up to 4 MiB, and 32 small ones.
+make_file_set() {
+	local s n=0 i
+	mkdir -p "$1"
+	for s in 1 1023 1024 1025 4095 4096 4097 8192 65535 65536 65537 262144 1048575 1048576 4194304; do
+		head -c "$s" /dev/urandom >"$1/f$n.$s"
+		n=$((n + 1))
+	done
+	for i in $(seq 32); do head -c $((RANDOM * 3)) /dev/urandom >"$1/small$i"; done
+}
+
+# check_file_set_round MOUNT...: the file set /tmp/set (make_file_set)
+# copied to the file system mounted on /tmp/mnt, which is then unmounted,
+# the page cache dropped, mounted again by MOUNT..., and read back: compared
+# byte for byte and by one SHA-256.
+check_file_set_round() {
+	check "write-file-set" timeout 300 cp -r /tmp/set /tmp/mnt/set
+	check "sync" timeout 120 sync
+	check "umount" timeout 120 umount /tmp/mnt
+	echo 3 >/proc/sys/vm/drop_caches
+	check "remount" retry 30 "$@"
+	check "read-back-identical" timeout 300 diff -r /tmp/set /tmp/mnt/set
+	check "read-back-sha256" same_sum "read back" "$(tree_sum /tmp/mnt/set)" "$(tree_sum /tmp/set)"
+}
+
+# check_fio_verify DIR: cases fio-verify-4k, -64k and -1m: a file in DIR
+# each (2, 4 and 8 MiB: 512, 64 and 8 requests), written in random order
+# with O_DIRECT, then read back and checked (CRC32C in every block).
+check_fio_verify() {
+	local bs size
+	for bs in 4k:2M 64k:4M 1m:8M; do
+		size=${bs#*:} bs=${bs%:*}
+		check "fio-verify-$bs" timeout 300 fio --name="v$bs" --filename="$1/fio.$bs" \
+			--size="$size" --bs="$bs" --rw=randwrite --direct=1 --ioengine=psync \
+			--verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=terse --minimal
+	done
+}
+
+# rc_qp_rts: the suite's device has an RC QP in RTS (a consumer's
+# connection is up); lists them.
+rc_qp_rts() { rdma res show qp | grep -E "link $IBDEV/" | grep -E 'type RC state RTS'; }
+
+# port_counter NAME: the hardware counter NAME of the suite's device.
+port_counter() { cat "/sys/class/infiniband/$IBDEV/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
+
+# fabric_moved SENT0 RCVD0 MIB: sent_bytes and rcvd_bytes each grew by at
+# least MIB MiB since they read SENT0 and RCVD0.
+fabric_moved() {
+	local s=$(($(port_counter sent_bytes) - $1)) r=$(($(port_counter rcvd_bytes) - $2))
+	echo "sent_bytes +$s, rcvd_bytes +$r"
+	[ $s -ge $(($3 * 1048576)) ] && [ $r -ge $(($3 * 1048576)) ]
+}
+
 # listening COMM: an rdma_cm listener of the program COMM exists.
 listening() {
 	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
 }
+
+# cm_port_listening PORT: an rdma_cm listener (of any device, or of all)
+# is bound to PORT.
+cm_port_listening() { rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "; }
 
 # tcp_listening PORT: a TCP socket of this VM listens on PORT.
 tcp_listening() { ss -ltnH "sport = :$1" | grep -q LISTEN; }

@@ -83,32 +83,6 @@ nvme_errors() {
 	! dmesg | grep -iE 'nvme.*(failed with status|bogus|error recovery|reconnect|MEMREG|LOCAL_INV|INV WR|timeout)|nvmet_rdma.*(failed|error)'
 }
 
-# A value handed from VM 2 to VM 1 over TCP (VM 1 listens); each exchange
-# uses its own port (recv_value runs in a command substitution: its caller
-# moves to the next port).
-VALUE_PORT=7400
-recv_value() {
-	timeout "${1:-600}" python3 -c '
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept()
-data = b""
-while not data.endswith(b"\n"):
-    chunk = c.recv(256)
-    if not chunk: break
-    data += chunk
-print(data.decode().strip())' "$VALUE_PORT"
-}
-send_value() {
-	retry "${2:-120}" python3 -c '
-import socket, sys
-socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).sendall(sys.argv[3].encode() + b"\n")' \
-		"$PEER_IP" "$VALUE_PORT" "$1" 2>/dev/null
-	local rc=$?
-	VALUE_PORT=$((VALUE_PORT + 1))
-	return $rc
-}
-
 if [ "$VM" = 1 ]; then
 	# ---- target ----------------------------------------------------------
 	CFS=/sys/kernel/config
