@@ -433,7 +433,9 @@ pub struct RegArgs<'a, T: Driver> {
 /// `wr` was posted by a kernel consumer to a kernel QP of type `qp_type`
 /// of device `dev`; it and its containing structure (per the
 /// contract above) and its `num_sge` entries of `sg_list` are valid for
-/// `'a`.
+/// `'a`, up to the point where the driver queues its WQE: the WR may
+/// complete, and its consumer free it, from then on, so a driver reads
+/// everything it needs of it before queueing and nothing after.
 pub struct SendWr<'a, T: Driver> {
     wr: &'a bindings::ib_send_wr,
     qp_type: u32,
@@ -681,7 +683,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
 ///
 /// # Invariants
 ///
-/// `wr` and its `num_sge` entries of `sg_list` are valid for `'a`.
+/// `wr` and its `num_sge` entries of `sg_list` are valid for `'a`, up to
+/// the point where the driver queues its WQE (as for [`SendWr`]).
 pub struct RecvWr<'a> {
     wr: &'a bindings::ib_recv_wr,
 }
@@ -722,9 +725,12 @@ pub(crate) unsafe fn post_recv_list(
 ) -> c_int {
     let mut cur = wr;
     while !cur.is_null() {
-        // SAFETY: A valid element of the list, by the safety requirements.
+        // SAFETY: A valid element of the list, not posted yet, by the safety requirements.
         let w = unsafe { &*cur };
-        // INVARIANT: The caller keeps `w` and its SGE list valid for the call.
+        // A posted receive may complete (a packet arriving in softirq) and its WR be freed by
+        // the consumer's completion handler before this returns: read the link first.
+        let next = w.next;
+        // INVARIANT: The caller keeps `w` and its SGE list valid until it is posted.
         let r = RecvWr { wr: w };
         if let Err(e) = post(&r) {
             if !bad.is_null() {
@@ -733,7 +739,7 @@ pub(crate) unsafe fn post_recv_list(
             }
             return e.to_errno();
         }
-        cur = w.next;
+        cur = next;
     }
     0
 }
@@ -1357,10 +1363,15 @@ impl<T: Driver> Qp<T> {
         let qp_type = qp.qp_type();
         let dev = qp.device();
         while !cur.is_null() {
-            // SAFETY: A valid element of the list.
+            // SAFETY: A valid element of the list, not posted yet.
             let w = unsafe { &*cur };
+            // Once `w` is posted its completion may run, on another CPU or in an interrupt on
+            // this one, before `post_send` returns, and the consumer may free the WR with its
+            // container there (SMB Direct frees its send I/O in its completion handler): the
+            // link to the next WR is read before, and `w` not touched after.
+            let next = w.next;
             // INVARIANT: A kernel consumer posted `w` to this kernel QP; the RDMA core's post
-            // contract keeps it, its container and its SGEs valid for the call.
+            // contract keeps it, its container and its SGEs valid until it is posted.
             let s = SendWr {
                 wr: w,
                 qp_type,
@@ -1373,7 +1384,7 @@ impl<T: Driver> Qp<T> {
                 }
                 return e.to_errno();
             }
-            cur = w.next;
+            cur = next;
         }
         0
     }
