@@ -65,6 +65,36 @@ nvmet_down() {
 	return 0
 }
 
+# lio_down: remove a LIO target left in configfs (its target portal groups
+# with their LUN links, portals and ACLs, the targets, then the
+# backstores and their HBAs), so its modules can unload.
+lio_down() {
+	local c=/sys/kernel/config/target f l
+	[ -d "$c" ] || return 0
+	for f in "$c"/*/*/tpgt_*; do
+		[ -d "$f" ] || continue
+		echo 0 >"$f/enable" 2>/dev/null
+		for l in "$f"/lun/*/* "$f"/acls/*/*/*; do
+			[ -L "$l" ] && rm -f "$l"
+		done
+		for l in "$f"/acls/*/lun_* "$f"/acls/* "$f"/lun/* "$f"/np/*; do
+			[ -d "$l" ] && rmdir "$l"
+		done
+		rmdir "$f"
+	done
+	for f in "$c"/*/*; do
+		case $f in "$c"/core/*) continue ;; esac
+		[ -d "$f" ] && [ "${f##*/}" != discovery_auth ] && rmdir "$f" 2>/dev/null
+	done
+	for f in "$c"/core/*_[0-9]*/*; do
+		[ -d "$f" ] && rmdir "$f"
+	done
+	for f in "$c"/core/*_[0-9]*; do
+		[ -d "$f" ] && rmdir "$f"
+	done
+	return 0
+}
+
 # suite_reset: put back what a suite may leave behind; fails if the VM is
 # not as it booted afterwards.
 suite_reset() {
@@ -76,13 +106,20 @@ suite_reset() {
 		timeout 120 nvme disconnect-all
 	fi
 	nvmet_down
+	lio_down
+	# An iSCSI initiator left by a suite (tests/vm/iser.pair.sh).
+	if pgrep -x iscsid >/dev/null; then
+		timeout 60 iscsiadm -m node --logoutall=all
+		timeout 30 iscsiadm -k 0
+	fi
+	mountpoint -q /etc/iscsi && umount -l /etc/iscsi
 	# An NFS client or server left by a suite (tests/vm/nfs.pair.sh).
 	grep -q ' nfs4 ' /proc/mounts && timeout 60 umount -f -l -a -t nfs4
 	[ -e /proc/fs/nfsd/threads ] && timeout 60 rpc.nfsd 0
 	pkill -x rpc.mountd
 	pkill -x nfsdcld
 	pkill -x rpcbind
-	for l in /proc/fs/nfsd /var/lib/nfs/rpc_pipefs /var/lib/nfs; do
+	for l in /proc/fs/nfsd /run/rpc_pipefs /var/lib/nfs; do
 		mountpoint -q "$l" && umount -l "$l"
 	done
 	tc qdisc del dev eth0 root 2>/dev/null
