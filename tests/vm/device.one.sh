@@ -2,7 +2,9 @@
 # link add/show/delete, ibv_devinfo (port state, link layer, MTU, GIDs),
 # MTU and carrier changes with their async events, the C driver's errors for
 # bad `rdma link add`, removal of the device with its net device, pyverbs'
-# test_device and test_pd, and module unload with a device present.
+# test_device and test_pd, and module unload with a device present; the
+# writable node description and the port capability mask the connection
+# manager sets and clears.
 # runs: rrxe@debug rxe@fast
 # full-runs: rxe@debug
 
@@ -21,6 +23,43 @@ devinfo_ok() {
 check "devinfo" devinfo_ok
 check "link-show" bash -c "rdma link show | grep -E '^link $IBDEV/1 state ACTIVE .*netdev eth0'"
 check "ibv-devices" bash -c "ibv_devices | grep -w '$IBDEV'"
+
+# The node description is writable through sysfs (ib_modify_device), the
+# first 64 bytes kept, as on the C driver; before rrxe had modify_device the
+# write failed with EOPNOTSUPP.
+ND=/sys/class/infiniband/$IBDEV/node_desc
+node_desc_writable() {
+	local old d64
+	old=$(cat "$ND")
+	echo "node_desc was '$old'"
+	echo -n "rrxe node description test" >"$ND" || return 1
+	[ "$(cat "$ND")" = "rrxe node description test" ] || { echo "reads back '$(cat "$ND")'"; return 1; }
+	d64=$(printf 'n%.0s' $(seq 64))
+	echo -n "$d64" >"$ND" || return 1
+	[ "$(cat "$ND")" = "$d64" ] || { echo "64 bytes read back as '$(cat "$ND")'"; return 1; }
+	# Longer: the RDMA core keeps the first 64 bytes.
+	echo -n "${d64}xyz" >"$ND" || return 1
+	[ "$(cat "$ND")" = "$d64" ] || { echo "67 bytes read back as '$(cat "$ND")'"; return 1; }
+	echo -n "$old" >"$ND" && [ "$(cat "$ND")" = "$old" ]
+}
+check "node-desc-writable" node_desc_writable
+
+# The connection manager sets CM_SUP in the port's capability mask when it
+# binds to the device and clears it when it leaves (ib_modify_port), as on
+# the C driver; before rrxe had modify_port the bit was always set.
+CAP=/sys/class/infiniband/$IBDEV/ports/1/cap_mask
+has_cm_sup() { [ $(($(cat "$CAP") & 0x10000)) -ne 0 ]; }
+cm_sup_follows_ib_cm() {
+	echo "cap_mask with ib_cm: $(cat "$CAP")"
+	has_cm_sup || return 1
+	modprobe -r rdma_ucm rdma_cm ib_cm || { grep -E '^(rdma_ucm|rdma_cm|ib_cm|iw_cm) ' /proc/modules; return 1; }
+	echo "cap_mask without ib_cm: $(cat "$CAP")"
+	! has_cm_sup || return 1
+	modprobe rdma_ucm || return 1
+	echo "cap_mask with ib_cm again: $(cat "$CAP")"
+	has_cm_sup
+}
+check "cm-sup-follows-ib-cm" cm_sup_follows_ib_cm
 
 active_mtu_is() { ibv_devinfo -d "$IBDEV" | grep -q "active_mtu:.*$1"; }
 mtu_follows() {

@@ -249,3 +249,41 @@ impl DeviceAttr {
         out.local_ca_ack_delay = self.local_ca_ack_delay;
     }
 }
+
+/// Length of a node description (`IB_DEVICE_NODE_DESC_MAX`), NUL padding
+/// included: a description of exactly this length has no terminator.
+pub const NODE_DESC_LEN: usize = bindings::IB_DEVICE_NODE_DESC_MAX as usize;
+
+/// A change of device attributes (`ib_modify_device`: `struct
+/// ib_device_modify` and its mask). Writing sysfs `node_desc` comes here.
+pub struct DeviceModify {
+    /// The new system image GUID (`IB_DEVICE_MODIFY_SYS_IMAGE_GUID`).
+    pub sys_image_guid: Option<Guid>,
+    /// The new node description (`IB_DEVICE_MODIFY_NODE_DESC`).
+    pub node_desc: Option<[u8; NODE_DESC_LEN]>,
+    /// Mask bits other than these two.
+    pub other_mask: u32,
+}
+
+impl DeviceModify {
+    /// Reads a change the RDMA core passes to `modify_device`.
+    ///
+    /// # Safety
+    ///
+    /// `attr` is valid for reading.
+    pub(crate) unsafe fn from_raw(mask: u32, attr: *const bindings::ib_device_modify) -> Self {
+        let guid_bit = bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID;
+        let desc_bit = bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC;
+        // SAFETY: The caller guarantees that `attr` is valid for reading.
+        let attr = unsafe { &*attr };
+        Self {
+            // The field is in host order (the C driver stores `cpu_to_be64` of it).
+            sys_image_guid: (mask & guid_bit != 0).then(|| Guid(attr.sys_image_guid.to_be_bytes())),
+            node_desc: (mask & desc_bit != 0).then(|| {
+                // CAST: a byte of a C string.
+                attr.node_desc.map(|c| c as u8)
+            }),
+            other_mask: mask & !(guid_bit | desc_bit),
+        }
+    }
+}

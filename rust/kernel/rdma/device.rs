@@ -32,7 +32,11 @@ use crate::{
             Ah,
             AhAttr, //
         },
-        attr::DeviceAttr,
+        attr::{
+            DeviceAttr,
+            DeviceModify,
+            NODE_DESC_LEN, //
+        },
         cq::{
             Cq,
             CqInitAttr,
@@ -54,6 +58,7 @@ use crate::{
             LinkLayer,
             PortAttr,
             PortImmutable,
+            PortModify,
             PortState, //
         },
         qp::{
@@ -170,6 +175,16 @@ pub trait Driver: Sized + 'static {
 
     /// Returns entry `index` of the GID table of port `port`.
     fn query_gid(_dev: &Device<Self>, _port: u32, _index: i32) -> Result<Gid> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes device attributes (`ib_modify_device`).
+    fn modify_device(_dev: &Device<Self>, _modify: &DeviceModify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes attributes of port `port` (`ib_modify_port`).
+    fn modify_port(_dev: &Device<Self>, _port: u32, _modify: &PortModify) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -581,6 +596,19 @@ impl<T: Driver> Device<T> {
         let net = unsafe { bindings::maybe_get_net(bindings::dev_net(ndev.as_raw())) };
         // SAFETY: `maybe_get_net` returned NULL or took a reference, which the `ARef` owns.
         NonNull::new(net).map(|p| unsafe { ARef::from_raw(p.cast()) })
+    }
+
+    /// Replaces the node description of a registered device (sysfs
+    /// `node_desc`, the NodeDescription SMP attribute).
+    pub fn store_node_desc(&self, desc: &[u8; NODE_DESC_LEN]) {
+        let nd = self.as_raw();
+        for (i, b) in desc.iter().enumerate() {
+            // SAFETY: `nd` is a valid `ib_device` by the type invariant and `i` is within its
+            // 64-byte `node_desc`. Its readers (sysfs, the MAD layer) take no lock, as with the C
+            // drivers' `memcpy`: each byte is one marked (volatile) store, and a reader may see
+            // a mix of the old and the new description, never a torn byte.
+            unsafe { ptr::write_volatile((&raw mut (*nd).node_desc).cast::<u8>().add(i), *b) };
+        }
     }
 
     /// Reports the state of `netdev`'s port to the RDMA core's clients as a
@@ -1044,6 +1072,16 @@ impl<T: Driver> OpsTable<T> {
         } else {
             None
         },
+        modify_device: if T::HAS_MODIFY_DEVICE {
+            Some(Self::modify_device_callback)
+        } else {
+            None
+        },
+        modify_port: if T::HAS_MODIFY_PORT {
+            Some(Self::modify_port_callback)
+        } else {
+            None
+        },
         enable_driver: if T::HAS_ENABLE_DRIVER {
             Some(Self::enable_driver_callback)
         } else {
@@ -1258,6 +1296,49 @@ impl<T: Driver> OpsTable<T> {
             // SAFETY: By the callback contract of `OpsTable`.
             let dev = unsafe { Device::<T>::from_raw(ib) };
             T::enable_driver(dev)?;
+            Ok(0)
+        })
+    }
+
+    /// `modify_device` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn modify_device_callback(
+        ib: *mut bindings::ib_device,
+        mask: c_int,
+        attr: *mut bindings::ib_device_modify,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            // CAST: a mask of flag bits.
+            // SAFETY: By the callback contract of `OpsTable`, `attr` is valid for the call.
+            let modify = unsafe { DeviceModify::from_raw(mask as u32, attr) };
+            T::modify_device(dev, &modify)?;
+            Ok(0)
+        })
+    }
+
+    /// `modify_port` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`].
+    unsafe extern "C" fn modify_port_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        mask: c_int,
+        attr: *mut bindings::ib_port_modify,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the callback contract of `OpsTable`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            // CAST: a mask of flag bits.
+            // SAFETY: By the callback contract of `OpsTable`, `attr` is valid for the call.
+            let modify = unsafe { PortModify::from_raw(mask as u32, attr) };
+            T::modify_port(dev, port, &modify)?;
             Ok(0)
         })
     }

@@ -161,6 +161,40 @@ pub mod cap {
     pub const CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 }
 
+/// A change of port attributes (`ib_modify_port`: `struct ib_port_modify`
+/// and its mask). The connection manager sets and clears `cap::CM_SUP`
+/// this way when it binds to and leaves a device.
+pub struct PortModify {
+    /// Capability bits to set.
+    pub set_port_cap_mask: u32,
+    /// Capability bits to clear (after setting).
+    pub clr_port_cap_mask: u32,
+    /// Reset the Q_Key violation counter (`IB_PORT_RESET_QKEY_CNTR`).
+    pub reset_qkey_cntr: bool,
+    /// Mask bits other than `IB_PORT_RESET_QKEY_CNTR` (shutdown, init
+    /// type, OPA).
+    pub other_mask: u32,
+}
+
+impl PortModify {
+    /// Reads a change the RDMA core passes to `modify_port`.
+    ///
+    /// # Safety
+    ///
+    /// `attr` is valid for reading.
+    pub(crate) unsafe fn from_raw(mask: u32, attr: *const bindings::ib_port_modify) -> Self {
+        let reset_bit = bindings::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR;
+        // SAFETY: The caller guarantees that `attr` is valid for reading.
+        let attr = unsafe { &*attr };
+        Self {
+            set_port_cap_mask: attr.set_port_cap_mask,
+            clr_port_cap_mask: attr.clr_port_cap_mask,
+            reset_qkey_cntr: mask & reset_bit != 0,
+            other_mask: mask & !reset_bit,
+        }
+    }
+}
+
 /// Link width (`enum ib_port_width`): number of lanes.
 pub mod width {
     use crate::bindings;

@@ -59,6 +59,15 @@ pub(crate) struct RrxeDev {
     raw_gid: [u8; ETH_ALEN],
     /// Attributes reported by `query_device`.
     attr: DeviceAttr,
+    /// The system image GUID `query_device` reports (as a `__be64`):
+    /// `modify_device` may change it.
+    sys_image_guid: Atomic<u64>,
+    /// The port's capability mask, which `modify_port` changes: the
+    /// connection manager sets `CM_SUP` when it binds to the device and
+    /// clears it when it leaves (as on the C driver).
+    port_cap_flags: Atomic<u32>,
+    /// Q_Key violations counted before the last `IB_PORT_RESET_QKEY_CNTR`.
+    qkey_viol_base: Atomic<u64>,
     /// Active path MTU in bytes, following the net device MTU.
     active_mtu: Atomic<u32>,
     /// Port hardware counters.
@@ -106,6 +115,9 @@ impl RrxeDev {
             gsi_created: Atomic::new(false),
             raw_gid,
             attr: param::device_attr(guid),
+            sys_image_guid: Atomic::new(guid.to_be64_raw()),
+            port_cap_flags: Atomic::new(param::PORT_CAP_FLAGS),
+            qkey_viol_base: Atomic::new(0),
             active_mtu: Atomic::new(mtu),
             counters: Counters::new(),
             _ns: ns?,
@@ -124,6 +136,47 @@ impl RrxeDev {
     /// The device attributes.
     pub(crate) fn attr(&self) -> &DeviceAttr {
         &self.attr
+    }
+
+    /// The system image GUID: `attr().sys_image_guid` until
+    /// `modify_device` changes it.
+    pub(crate) fn sys_image_guid(&self) -> Guid {
+        Guid(self.sys_image_guid.load(Relaxed).to_ne_bytes())
+    }
+
+    /// Replaces the system image GUID (`modify_device`).
+    pub(crate) fn set_sys_image_guid(&self, guid: Guid) {
+        self.sys_image_guid.store(guid.to_be64_raw(), Relaxed);
+    }
+
+    /// The port's capability mask.
+    pub(crate) fn port_cap_flags(&self) -> u32 {
+        self.port_cap_flags.load(Relaxed)
+    }
+
+    /// Sets the capability bits `set`, then clears those of `clr`
+    /// (`modify_port`), atomically with respect to other changes.
+    pub(crate) fn modify_port_cap_flags(&self, set: u32, clr: u32) {
+        let mut old = self.port_cap_flags.load(Relaxed);
+        while let Err(now) = self.port_cap_flags.cmpxchg(old, (old | set) & !clr, Relaxed) {
+            old = now;
+        }
+    }
+
+    /// The port's Q_Key violation counter (PortInfo:Q_KeyViolations, 16
+    /// bits that stop at their maximum, IBTA Vol 1 §14.2.5.6): Q_Key drops
+    /// since the last reset.
+    pub(crate) fn qkey_viol_cntr(&self) -> u32 {
+        let n = self.counters.get(Counter::RcvdDropBadQkey);
+        let since = n.saturating_sub(self.qkey_viol_base.load(Relaxed));
+        u32::try_from(since.min(0xffff)).unwrap_or(0xffff)
+    }
+
+    /// Resets the Q_Key violation counter (`IB_PORT_RESET_QKEY_CNTR`); the
+    /// `rcvd_drop_bad_qkey` hardware counter keeps its count.
+    pub(crate) fn reset_qkey_viol_cntr(&self) {
+        self.qkey_viol_base
+            .store(self.counters.get(Counter::RcvdDropBadQkey), Relaxed);
     }
 
     /// The value `query_gid` reports: the MAC in the first six bytes.

@@ -145,6 +145,10 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
     }
 }
 
+/// The port's capability mask until `modify_port` changes it, as the C
+/// driver's (`RXE_PORT_PORT_CAP_FLAGS`).
+pub(crate) const PORT_CAP_FLAGS: u32 = cap::CM_SUP;
+
 /// The port attributes that do not depend on the net device.
 pub(crate) fn port_attr(active_mtu: Mtu) -> PortAttr {
     PortAttr {
@@ -153,7 +157,7 @@ pub(crate) fn port_attr(active_mtu: Mtu) -> PortAttr {
         max_mtu: Mtu::Mtu4096,
         active_mtu,
         gid_tbl_len: PORT_GID_TBL_LEN,
-        port_cap_flags: cap::CM_SUP,
+        port_cap_flags: PORT_CAP_FLAGS,
         max_msg_sz: 1 << 31,
         pkey_tbl_len: PORT_PKEY_TBL_LEN,
         max_vl_num: 1,

@@ -9,7 +9,10 @@ use crate::rdma::{
         Ah,
         AhAttr, //
     },
-    attr::DeviceAttr,
+    attr::{
+        DeviceAttr,
+        DeviceModify, //
+    },
     cq::{
         Cq,
         CqInitAttr,
@@ -36,6 +39,7 @@ use crate::rdma::{
         PhysState,
         PortAttr,
         PortImmutable,
+        PortModify,
         PortState, //
     },
     qp::{
@@ -53,6 +57,7 @@ use crate::rdma::{
     },
     udata::Udata,
     wc::Wc,
+    eopnotsupp,
     DriverId,
     Gid, //
 };
@@ -124,7 +129,38 @@ impl Driver for Rrxe {
             udata.check_in_empty()?;
             udata.respond_empty()?;
         }
-        Ok(dev.attr().clone())
+        let mut attr = dev.attr().clone();
+        attr.sys_image_guid = dev.sys_image_guid();
+        Ok(attr)
+    }
+
+    fn modify_device(dev: &Device<Self>, modify: &DeviceModify) -> Result {
+        // As the C driver: the system image GUID and the node description
+        // can change, nothing else.
+        if modify.other_mask != 0 {
+            return Err(eopnotsupp());
+        }
+        if let Some(guid) = modify.sys_image_guid {
+            dev.set_sys_image_guid(guid);
+        }
+        if let Some(desc) = &modify.node_desc {
+            dev.store_node_desc(desc);
+        }
+        Ok(())
+    }
+
+    fn modify_port(dev: &Device<Self>, port: u32, modify: &PortModify) -> Result {
+        check_port(port)?;
+        // As the C driver: no shutdown or init type, only the capability
+        // mask and the Q_Key violation counter's reset.
+        if modify.other_mask != 0 {
+            return Err(eopnotsupp());
+        }
+        dev.modify_port_cap_flags(modify.set_port_cap_mask, modify.clr_port_cap_mask);
+        if modify.reset_qkey_cntr {
+            dev.reset_qkey_viol_cntr();
+        }
+        Ok(())
     }
 
     fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {
@@ -137,7 +173,8 @@ impl Driver for Rrxe {
         // 16-bit counters that stop at their maximum (IBTA Vol 1 §14.2.5.6).
         let saturated = |c| u32::try_from(dev.counters.get(c).min(0xffff)).unwrap_or(0xffff);
         attr.bad_pkey_cntr = saturated(Counter::RcvdDropBadPkey);
-        attr.qkey_viol_cntr = saturated(Counter::RcvdDropBadQkey);
+        attr.qkey_viol_cntr = dev.qkey_viol_cntr();
+        attr.port_cap_flags = dev.port_cap_flags();
         attr.state = device::port_state_of(&ndev);
         attr.phys_state = if attr.state == PortState::Active {
             PhysState::LinkUp
