@@ -207,6 +207,52 @@ fabric_moved() {
 	[ $s -ge $(($3 * 1048576)) ] && [ $r -ge $(($3 * 1048576)) ]
 }
 
+# lio_down: remove a LIO target left in configfs (its target portal groups
+# with their LUN links, portals and ACLs, the targets, the fabrics, then
+# the backstores and their HBAs), so its modules can unload (the
+# iser suite, and suite_reset after any suite).
+lio_down() {
+	local c=/sys/kernel/config/target f l
+	[ -d "$c" ] || return 0
+	for f in "$c"/*/*/tpgt_*; do
+		[ -d "$f" ] || continue
+		echo 0 >"$f/enable" 2>/dev/null
+		for l in "$f"/lun/*/* "$f"/acls/*/*/*; do
+			[ -L "$l" ] && rm -f "$l"
+		done
+		for l in "$f"/acls/*/lun_* "$f"/acls/* "$f"/lun/* "$f"/np/*; do
+			[ -d "$l" ] && rmdir "$l"
+		done
+		rmdir "$f"
+	done
+	for f in "$c"/*/*; do
+		case $f in "$c"/core/*) continue ;; esac
+		[ -d "$f" ] && [ "${f##*/}" != discovery_auth ] && rmdir "$f" 2>/dev/null
+	done
+	# The fabrics' own folders (iscsi, srpt), which hold their modules.
+	for f in "$c"/*; do
+		[ "$f" = "$c/core" ] || { [ -d "$f" ] && rmdir "$f" 2>/dev/null; }
+	done
+	for f in "$c"/core/*_[0-9]*/*; do
+		[ -d "$f" ] && rmdir "$f"
+	done
+	for f in "$c"/core/*_[0-9]*; do
+		[ -d "$f" ] && rmdir "$f"
+	done
+	return 0
+}
+
+# unload_modules MOD...: unload those of the modules that are loaded, in order
+# (for `retry`: a second try skips what the first removed).
+unload_modules() {
+	local m rc=0
+	for m; do
+		grep -q "^$m " /proc/modules || continue
+		modprobe -r "$m" || rc=1
+	done
+	return $rc
+}
+
 # listening COMM: an rdma_cm listener of the program COMM exists.
 listening() {
 	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"

@@ -65,36 +65,6 @@ nvmet_down() {
 	return 0
 }
 
-# lio_down: remove a LIO target left in configfs (its target portal groups
-# with their LUN links, portals and ACLs, the targets, then the
-# backstores and their HBAs), so its modules can unload.
-lio_down() {
-	local c=/sys/kernel/config/target f l
-	[ -d "$c" ] || return 0
-	for f in "$c"/*/*/tpgt_*; do
-		[ -d "$f" ] || continue
-		echo 0 >"$f/enable" 2>/dev/null
-		for l in "$f"/lun/*/* "$f"/acls/*/*/*; do
-			[ -L "$l" ] && rm -f "$l"
-		done
-		for l in "$f"/acls/*/lun_* "$f"/acls/* "$f"/lun/* "$f"/np/*; do
-			[ -d "$l" ] && rmdir "$l"
-		done
-		rmdir "$f"
-	done
-	for f in "$c"/*/*; do
-		case $f in "$c"/core/*) continue ;; esac
-		[ -d "$f" ] && [ "${f##*/}" != discovery_auth ] && rmdir "$f" 2>/dev/null
-	done
-	for f in "$c"/core/*_[0-9]*/*; do
-		[ -d "$f" ] && rmdir "$f"
-	done
-	for f in "$c"/core/*_[0-9]*; do
-		[ -d "$f" ] && rmdir "$f"
-	done
-	return 0
-}
-
 # suite_reset: put back what a suite may leave behind; fails if the VM is
 # not as it booted afterwards.
 suite_reset() {
@@ -112,7 +82,9 @@ suite_reset() {
 		timeout 60 iscsiadm -m node --logoutall=all
 		timeout 30 iscsiadm -k 0
 	fi
-	mountpoint -q /etc/iscsi && umount -l /etc/iscsi
+	for l in /etc/iscsi /var/lib/iscsi; do
+		mountpoint -q "$l" && umount -l "$l"
+	done
 	# An NFS client or server left by a suite (tests/vm/nfs.pair.sh).
 	grep -q ' nfs4 ' /proc/mounts && timeout 60 umount -f -l -a -t nfs4
 	[ -e /proc/fs/nfsd/threads ] && timeout 60 rpc.nfsd 0
