@@ -10,7 +10,7 @@
 
 # Field names (ibv_devinfo -v) whose values differ between the drivers, on
 # purpose, as README's "rrxe and the C driver" section explains.
-ALLOWED="device_cap_flags device_cap_flags_ex Unknown_flags"
+ALLOWED="device_cap_flags device_cap_flags_ex Unknown_flags general_odp_caps rc_odp_caps ud_odp_caps"
 
 check "link-add-vm$VM" rdma_up
 
