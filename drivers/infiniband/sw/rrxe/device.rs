@@ -158,7 +158,10 @@ impl RrxeDev {
     /// (`modify_port`), atomically with respect to other changes.
     pub(crate) fn modify_port_cap_flags(&self, set: u32, clr: u32) {
         let mut old = self.port_cap_flags.load(Relaxed);
-        while let Err(now) = self.port_cap_flags.cmpxchg(old, (old | set) & !clr, Relaxed) {
+        while let Err(now) = self
+            .port_cap_flags
+            .cmpxchg(old, (old | set) & !clr, Relaxed)
+        {
             old = now;
         }
     }

@@ -24,6 +24,7 @@ use crate::rdma::{
         Devices,
         Driver, //
     },
+    eopnotsupp,
     hw_counters::StatDesc,
     mr::{
         Mr,
@@ -57,7 +58,6 @@ use crate::rdma::{
     },
     udata::Udata,
     wc::Wc,
-    eopnotsupp,
     DriverId,
     Gid, //
 };
