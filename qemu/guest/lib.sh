@@ -114,9 +114,9 @@ s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept(); c.recv(1)' "$por
 
 # A value handed from VM 2 to VM 1 over TCP (VM 1 listens): recv_value
 # [SECONDS] prints it, send_value VALUE [SECONDS] sends it.  Each exchange
-# uses its own port: send_value moves to the next one, and the receiver
+# uses its own port, from 100 above the suite's barrier ports: send_value moves to the next one, and the receiver
 # does so itself (recv_value runs in a command substitution).
-VALUE_PORT=7400
+VALUE_PORT=$((${SUITE_BARRIER_PORT:-7300} + 100))
 recv_value() {
 	timeout "${1:-600}" python3 -c '
 import socket, sys
@@ -210,7 +210,7 @@ fabric_moved() {
 # lio_down: remove a LIO target left in configfs (its target portal groups
 # with their LUN links, portals and ACLs, the targets, the fabrics, then
 # the backstores and their HBAs), so its modules can unload (the
-# iser suite, and suite_reset after any suite).
+# iser suite, and suite_reset after any suite); fails if any is left.
 lio_down() {
 	local c=/sys/kernel/config/target f l
 	[ -d "$c" ] || return 0
@@ -239,6 +239,13 @@ lio_down() {
 	for f in "$c"/core/*_[0-9]*; do
 		[ -d "$f" ] && rmdir "$f"
 	done
+	# Nothing may be left: no target portal group, fabric or backstore.
+	for f in "$c"/*/*/tpgt_* "$c"/core/*_[0-9]*; do
+		[ -e "$f" ] && { echo "lio_down: $f is left"; return 1; }
+	done
+	for f in "$c"/*; do
+		[ "$f" = "$c/core" ] || { [ -d "$f" ] && { echo "lio_down: $f is left"; return 1; }; }
+	done
 	return 0
 }
 
@@ -261,6 +268,14 @@ listening() {
 # cm_port_listening PORT: an rdma_cm listener (of any device, or of all)
 # is bound to PORT.
 cm_port_listening() { rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "; }
+
+# no_cm_ids: the suite's device has no rdma_cm ID left (and `rdma` could
+# list them).
+no_cm_ids() {
+	local ids
+	ids=$(rdma res show cm_id) || return 1
+	! grep -E "link $IBDEV/" <<<"$ids"
+}
 
 # tcp_listening PORT: a TCP socket of this VM listens on PORT.
 tcp_listening() { ss -ltnH "sport = :$1" | grep -q LISTEN; }

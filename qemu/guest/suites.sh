@@ -69,9 +69,8 @@ nvmet_down() {
 # not as it booted afterwards.
 suite_reset() {
 	local l rc=0
-	for l in $(rdma link show 2>/dev/null | sed -n 's/^link \([^/]*\)\/.*/\1/p' | sort -u); do
-		timeout 60 rdma link delete "$l" || echo "# reset: rdma link delete $l failed"
-	done
+	# The RDMA consumers first: deleting a link waits, uninterruptibly,
+	# for its device's users to go.
 	if ls /sys/class/nvme 2>/dev/null | grep -q . && command -v nvme >/dev/null; then
 		timeout 120 nvme disconnect-all
 	fi
@@ -93,6 +92,17 @@ suite_reset() {
 	pkill -x rpcbind
 	for l in /proc/fs/nfsd /run/rpc_pipefs /var/lib/nfs; do
 		mountpoint -q "$l" && umount -l "$l"
+	done
+	# An SMB client or server left by a suite (tests/vm/smb.pair.sh);
+	# ksmbd.mountd leaves the suite's session when it daemonizes.
+	grep -q ' cifs ' /proc/mounts && timeout 60 umount -f -l -a -t cifs
+	if pgrep -x ksmbd.mountd >/dev/null; then
+		timeout 30 ksmbd.control -s
+		pkill -x ksmbd.mountd
+	fi
+	mountpoint -q /etc/ksmbd && umount -l /etc/ksmbd
+	for l in $(rdma link show 2>/dev/null | sed -n 's/^link \([^/]*\)\/.*/\1/p' | sort -u); do
+		timeout -k 5 60 rdma link delete "$l" || echo "# reset: rdma link delete $l failed"
 	done
 	tc qdisc del dev eth0 root 2>/dev/null
 	ip link set eth0 mtu 1500

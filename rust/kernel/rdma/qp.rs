@@ -417,8 +417,8 @@ pub struct RegArgs<'a, T: Driver> {
 }
 
 /// A send work request of a kernel consumer (`struct ib_send_wr` and the
-/// structure the RDMA core embeds it in), borrowed for the duration of
-/// `post_send`.
+/// structure the RDMA core embeds it in), borrowed by `post_send` until the
+/// driver queues its WQE.
 ///
 /// The RDMA core's contract (`include/rdma/ib_verbs.h`) says which
 /// structure contains the `ib_send_wr`: an `ib_ud_wr` for every WR posted
@@ -678,8 +678,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
     }
 }
 
-/// A receive work request (`struct ib_recv_wr`), borrowed for the duration
-/// of `post_recv`.
+/// A receive work request (`struct ib_recv_wr`), borrowed by `post_recv`
+/// until the driver queues its WQE.
 ///
 /// # Invariants
 ///
@@ -717,7 +717,7 @@ impl RecvWr<'_> {
 /// # Safety
 ///
 /// `wr` is NULL or a list of WRs that, with their SGE lists, stay valid for
-/// the call; `bad` is NULL or valid for writes.
+/// the call until `post` has queued each; `bad` is NULL or valid for writes.
 pub(crate) unsafe fn post_recv_list(
     wr: *const bindings::ib_recv_wr,
     bad: *mut *const bindings::ib_recv_wr,
@@ -1370,8 +1370,8 @@ impl<T: Driver> Qp<T> {
             // container there (SMB Direct frees its send I/O in its completion handler): the
             // link to the next WR is read before, and `w` not touched after.
             let next = w.next;
-            // INVARIANT: A kernel consumer posted `w` to this kernel QP; the RDMA core's post
-            // contract keeps it, its container and its SGEs valid until it is posted.
+            // INVARIANT: A kernel consumer posted `w` to this kernel QP; the consumer keeps it,
+            // its container and its SGEs valid at least until it is queued.
             let s = SendWr {
                 wr: w,
                 qp_type,
