@@ -3,7 +3,8 @@
 # 64 KiB, in event mode (-e), ibv_srq_pingpong, the RNR path (a SEND with
 # no receive posted), a path MTU (4096) above what the 1500-byte link
 # carries, a ping-pong after thousands of malformed packets, and
-# the port counters moving on both sides.  VM 1 serves, VM 2 is the client.
+# the port counters moving on both sides, in hw_counters and in the
+# performance management agent's counters.  VM 1 serves, VM 2 is the client.
 # The 1 MiB size runs in rc-large (fast kernel).
 # runs: rrxe@debug rxe@fast
 # full-runs: rxe@debug
@@ -131,6 +132,27 @@ moved() {
 	[ "$sent" -gt $((sent0 + 1000)) ] && [ "$rcvd" -gt $((rcvd0 + 1000)) ]
 }
 check "counters-moved-vm$VM" moved
+
+# The same counters through the port's performance management agent
+# (process_mad), as on the C driver: sysfs has the 64-bit table, data in
+# 4-byte words, link_downed stopping at 255.  Read around the hardware
+# counter, in case a late packet moves it.
+PMA=/sys/class/infiniband/$IBDEV/ports/1/counters
+pma_agrees() {
+	local spec f hw div a b h rc=0
+	for spec in port_xmit_data:sent_bytes:4 port_rcv_data:rcvd_bytes:4 \
+		port_xmit_packets:sent_pkts:1 port_rcv_packets:rcvd_pkts:1 link_downed:link_downed:1; do
+		IFS=: read -r f hw div <<<"$spec"
+		a=$(cat "$PMA/$f") h=$(cat "$HWC/$hw") b=$(cat "$PMA/$f") || return 1
+		h=$((h / div))
+		[ "$f" = link_downed ] && [ "$h" -gt 255 ] && h=255
+		echo "$f $a..$b, $hw / $div = $h"
+		[ "$a" -le "$h" ] && [ "$h" -le "$b" ] || rc=1
+	done
+	[ "$(cat "$PMA/port_xmit_packets")" -gt 1000 ] || rc=1
+	return $rc
+}
+check "pma-counters-vm$VM" pma_agrees
 
 barrier teardown
 check "link-delete-vm$VM" rdma link delete "$IBDEV"

@@ -46,6 +46,10 @@ use crate::{
             self,
             StatDesc, //
         },
+        mad::{
+            MadResult,
+            MAD_SIZE, //
+        },
         mr::{
             Mr,
             MrKeys,
@@ -148,6 +152,9 @@ pub trait Driver: Sized + 'static {
     const UVERBS_ABI_VER: u32;
     /// The module that implements the driver (`THIS_MODULE`).
     const OWNER: &'static ThisModule;
+    /// Whether the device has the sysfs attribute `parent`, the name of the
+    /// net device of port 1, as the C software drivers (`rdma_rxe`, `siw`).
+    const SYSFS_PARENT: bool = false;
 
     /// The list of the driver's devices: a `static` of the driver.
     fn devices() -> &'static Devices<Self>;
@@ -185,6 +192,19 @@ pub trait Driver: Sized + 'static {
 
     /// Changes attributes of port `port` (`ib_modify_port`).
     fn modify_port(_dev: &Device<Self>, _port: u32, _modify: &PortModify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Offers a MAD to the device for port `port` (`process_mad`): the RDMA
+    /// core's sysfs `counters` ask the port's performance management agent
+    /// this way, and the MAD layer offers it every MAD the GSI QP receives
+    /// before its own agents. A response goes into `out`.
+    fn process_mad(
+        _dev: &Device<Self>,
+        _port: u32,
+        _mad: &[u8; MAD_SIZE],
+        _out: &mut [u8; MAD_SIZE],
+    ) -> MadResult {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -345,7 +365,10 @@ pub trait Driver: Sized + 'static {
     ///
     /// A [`SendWr`] is only ever given for kernel QPs: a work request list
     /// that reaches a user QP (through the uverbs `POST_SEND` command) is
-    /// treated as its doorbell, as the C driver does.
+    /// treated as its doorbell, as the C driver does. The driver reads all it
+    /// needs of the WR before it queues the WQE and nothing after: from then
+    /// on the WR may complete and its consumer free it (the same holds for
+    /// the receive WRs of `post_recv` and `post_srq_recv`).
     fn post_send(qp: &Qp<Self>, wr: Option<&SendWr<'_, Self>>) -> Result;
 
     /// Posts a receive WR (of a kernel consumer, or of the uverbs
@@ -706,9 +729,13 @@ impl<T: Driver> UnregisteredDevice<T> {
             return Err(e);
         }
 
-        // The ops table is copied by `ib_set_device_ops`; only the owner is not a constant.
+        // The ops table is copied by `ib_set_device_ops`; only the owner and the sysfs group
+        // are not constants.
         let mut ops = OpsTable::<T>::VTABLE;
         ops.owner = T::OWNER.as_ptr();
+        if T::SYSFS_PARENT {
+            ops.device_group = super::sysfs::parent_group();
+        }
         // SAFETY: `raw` is valid and not registered. From here on `ib_dealloc_device` drops the
         // data through `dealloc_driver`, which is correct as the data is initialised.
         unsafe { bindings::ib_set_device_ops(raw.as_ptr(), &ops) };
@@ -1082,6 +1109,11 @@ impl<T: Driver> OpsTable<T> {
         } else {
             None
         },
+        process_mad: if T::HAS_PROCESS_MAD {
+            Some(Self::process_mad_callback)
+        } else {
+            None
+        },
         enable_driver: if T::HAS_ENABLE_DRIVER {
             Some(Self::enable_driver_callback)
         } else {
@@ -1341,6 +1373,36 @@ impl<T: Driver> OpsTable<T> {
             T::modify_port(dev, port, &modify)?;
             Ok(0)
         })
+    }
+
+    /// `process_mad` callback.
+    ///
+    /// # Safety
+    ///
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`]; the
+    /// MAD layer and sysfs pass two distinct buffers of at least `sizeof(struct ib_mad)` bytes.
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn process_mad_callback(
+        ib: *mut bindings::ib_device,
+        _flags: c_int,
+        port: u32,
+        _in_wc: *const bindings::ib_wc,
+        _in_grh: *const bindings::ib_grh,
+        in_mad: *const bindings::ib_mad,
+        out_mad: *mut bindings::ib_mad,
+        _out_mad_size: *mut usize,
+        _out_mad_pkey_index: *mut u16,
+    ) -> c_int {
+        // SAFETY: By the callback contract of `OpsTable`.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        // SAFETY: `in_mad` is valid for reading `MAD_SIZE` bytes (its size, asserted in `mad`)
+        // for the call and not written meanwhile; a MAD is plain bytes.
+        let mad = unsafe { &*in_mad.cast::<[u8; MAD_SIZE]>() };
+        // SAFETY: `out_mad` is valid for writing `MAD_SIZE` bytes for the call and is not
+        // `in_mad`.
+        let out = unsafe { &mut *out_mad.cast::<[u8; MAD_SIZE]>() };
+        // CAST: `enum ib_mad_result` values, 0 to 7.
+        T::process_mad(dev, port, mad, out).as_raw() as c_int
     }
 
     /// `dealloc_driver` callback.

@@ -7,6 +7,7 @@
 //! Same names and order as the C driver (`rxe_hw_counters.c`), so that
 //! tools comparing the two see the same files.
 
+use crate::proto::pma::PortCounters;
 use crate::rdma::hw_counters::StatDesc;
 use kernel::prelude::*;
 use kernel::sync::atomic::{
@@ -138,6 +139,18 @@ impl Counters {
     pub(crate) fn get(&self, c: Counter) -> u64 {
         // CAST: the discriminants are the indices `0..NUM`.
         self.0[c as usize].load(Relaxed)
+    }
+
+    /// The counters the port's performance management agent reports
+    /// (sysfs `ports/1/counters/`), as the C driver's `rxe_mad.c` takes them.
+    pub(crate) fn pma(&self) -> PortCounters {
+        PortCounters {
+            link_downed: self.get(Counter::LinkDowned),
+            sent_bytes: self.get(Counter::SentBytes),
+            rcvd_bytes: self.get(Counter::RcvdBytes),
+            sent_pkts: self.get(Counter::SentPkts),
+            rcvd_pkts: self.get(Counter::RcvdPkts),
+        }
     }
 
     /// Copies the counters to `values` and returns how many were copied.

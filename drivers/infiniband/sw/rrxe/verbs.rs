@@ -26,6 +26,10 @@ use crate::rdma::{
     },
     eopnotsupp,
     hw_counters::StatDesc,
+    mad::{
+        MadResult,
+        MAD_SIZE, //
+    },
     mr::{
         Mr,
         MrKeys,
@@ -61,6 +65,7 @@ use crate::rdma::{
     DriverId,
     Gid, //
 };
+use crate::proto::pma;
 use kernel::{
     prelude::*,
     ThisModule, //
@@ -118,6 +123,7 @@ impl Driver for Rrxe {
     const DRIVER_ID: DriverId = DriverId::Rxe;
     const UVERBS_ABI_VER: u32 = param::UVERBS_ABI_VERSION;
     const OWNER: &'static ThisModule = &crate::THIS_MODULE;
+    const SYSFS_PARENT: bool = true;
 
     fn devices() -> &'static Devices<Self> {
         &DEVICES
@@ -132,6 +138,21 @@ impl Driver for Rrxe {
         let mut attr = dev.attr().clone();
         attr.sys_image_guid = dev.sys_image_guid();
         Ok(attr)
+    }
+
+    fn process_mad(
+        dev: &Device<Self>,
+        port: u32,
+        mad: &[u8; MAD_SIZE],
+        out: &mut [u8; MAD_SIZE],
+    ) -> MadResult {
+        if check_port(port).is_err() {
+            return MadResult::Failure;
+        }
+        match pma::process(mad, || dev.counters.pma(), out) {
+            pma::Outcome::Reply => MadResult::Reply,
+            pma::Outcome::NotHandled => MadResult::Pass,
+        }
     }
 
     fn modify_device(dev: &Device<Self>, modify: &DeviceModify) -> Result {
