@@ -279,10 +279,8 @@ impl DeviceModify {
         Self {
             // The field is in host order (the C driver stores `cpu_to_be64` of it).
             sys_image_guid: (mask & guid_bit != 0).then(|| Guid(attr.sys_image_guid.to_be_bytes())),
-            node_desc: (mask & desc_bit != 0).then(|| {
-                // CAST: a byte of a C string.
-                attr.node_desc.map(|c| c as u8)
-            }),
+            // The kernel's `c_char` is `u8`.
+            node_desc: (mask & desc_bit != 0).then_some(attr.node_desc),
             other_mask: mask & !(guid_bit | desc_bit),
         }
     }

@@ -4,6 +4,7 @@
 
 //! The device operations of rrxe.
 
+use crate::proto::pma;
 use crate::rdma::{
     ah::{
         Ah,
@@ -65,7 +66,6 @@ use crate::rdma::{
     DriverId,
     Gid, //
 };
-use crate::proto::pma;
 use kernel::{
     prelude::*,
     ThisModule, //
@@ -192,8 +192,8 @@ impl Driver for Rrxe {
         attr.active_speed = speed;
         attr.active_width = width;
         // 16-bit counters that stop at their maximum (IBTA Vol 1 §14.2.5.6).
-        let saturated = |c| u32::try_from(dev.counters.get(c).min(0xffff)).unwrap_or(0xffff);
-        attr.bad_pkey_cntr = saturated(Counter::RcvdDropBadPkey);
+        attr.bad_pkey_cntr =
+            u32::try_from(dev.counters.get(Counter::RcvdDropBadPkey).min(0xffff)).unwrap_or(0xffff);
         attr.qkey_viol_cntr = dev.qkey_viol_cntr();
         attr.port_cap_flags = dev.port_cap_flags();
         attr.state = device::port_state_of(&ndev);

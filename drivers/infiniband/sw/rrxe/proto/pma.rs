@@ -113,7 +113,11 @@ pub fn process(
             // IBTA Vol 1 §16.1.3.5: counters stop at all ones instead of
             // wrapping.
             let c = counters();
-            put(out, PC_LINK_DOWNED, &[u8::try_from(c.link_downed).unwrap_or(u8::MAX)]);
+            put(
+                out,
+                PC_LINK_DOWNED,
+                &[u8::try_from(c.link_downed).unwrap_or(u8::MAX)],
+            );
         }
         ATTR_PORT_COUNTERS_EXT => {
             let c = counters();
@@ -208,10 +212,19 @@ mod tests {
     #[test]
     fn link_downed_stops_at_all_ones() {
         let mut out = [0u8; MAD_SIZE];
-        let c = PortCounters { link_downed: 300, ..COUNTERS };
-        assert_eq!(process(&get(ATTR_PORT_COUNTERS, 1), || c, &mut out), Outcome::Reply);
+        let c = PortCounters {
+            link_downed: 300,
+            ..COUNTERS
+        };
+        assert_eq!(
+            process(&get(ATTR_PORT_COUNTERS, 1), || c, &mut out),
+            Outcome::Reply
+        );
         assert_eq!(out[PC_LINK_DOWNED], 0xff);
-        assert_eq!(process(&get(ATTR_PORT_COUNTERS, 1), || COUNTERS, &mut out), Outcome::Reply);
+        assert_eq!(
+            process(&get(ATTR_PORT_COUNTERS, 1), || COUNTERS, &mut out),
+            Outcome::Reply
+        );
         assert_eq!(out[PC_LINK_DOWNED], 3);
         // The 32-bit counters the C driver does not keep read zero.
         assert!(out[PM_DATA..PC_LINK_DOWNED].iter().all(|&b| b == 0));
@@ -233,8 +246,14 @@ mod tests {
         let mut cm = get(ATTR_PORT_COUNTERS, 1);
         cm[HDR_MGMT_CLASS] = 0x07; // connection management
         let mut out = [0u8; MAD_SIZE];
-        assert_eq!(process(&cm, || unreachable!(), &mut out), Outcome::NotHandled);
-        assert_eq!(&out[HDR_STATUS..HDR_STATUS + 2], &STATUS_UNSUPPORTED_METHOD.to_be_bytes());
+        assert_eq!(
+            process(&cm, || unreachable!(), &mut out),
+            Outcome::NotHandled
+        );
+        assert_eq!(
+            &out[HDR_STATUS..HDR_STATUS + 2],
+            &STATUS_UNSUPPORTED_METHOD.to_be_bytes()
+        );
     }
 
     #[test]
@@ -242,15 +261,24 @@ mod tests {
         let mut set = get(ATTR_PORT_COUNTERS, 1);
         set[HDR_METHOD] = 0x02; // Set
         let mut out = [0u8; MAD_SIZE];
-        assert_eq!(process(&set, || unreachable!(), &mut out), Outcome::NotHandled);
-        assert_eq!(&out[HDR_STATUS..HDR_STATUS + 2], &STATUS_UNSUPPORTED_METHOD.to_be_bytes());
+        assert_eq!(
+            process(&set, || unreachable!(), &mut out),
+            Outcome::NotHandled
+        );
+        assert_eq!(
+            &out[HDR_STATUS..HDR_STATUS + 2],
+            &STATUS_UNSUPPORTED_METHOD.to_be_bytes()
+        );
     }
 
     #[test]
     fn unknown_attributes_are_refused() {
         for attr in [0x0000, 0x0013, 0x001e, 0xffff] {
             let mut out = [0u8; MAD_SIZE];
-            assert_eq!(process(&get(attr, 1), || unreachable!(), &mut out), Outcome::NotHandled);
+            assert_eq!(
+                process(&get(attr, 1), || unreachable!(), &mut out),
+                Outcome::NotHandled
+            );
             assert_eq!(
                 &out[HDR_STATUS..HDR_STATUS + 2],
                 &STATUS_UNSUPPORTED_METHOD_ATTRIB.to_be_bytes()
@@ -279,7 +307,10 @@ mod tests {
             let attr = u16::from_be_bytes([m[HDR_ATTR_ID], m[HDR_ATTR_ID + 1]]);
             let answerable = m[HDR_MGMT_CLASS] == MGMT_CLASS_PERF_MGMT
                 && m[HDR_METHOD] == METHOD_GET
-                && matches!(attr, ATTR_CLASS_PORT_INFO | ATTR_PORT_COUNTERS | ATTR_PORT_COUNTERS_EXT);
+                && matches!(
+                    attr,
+                    ATTR_CLASS_PORT_INFO | ATTR_PORT_COUNTERS | ATTR_PORT_COUNTERS_EXT
+                );
             let r = process(&m, || COUNTERS, &mut out);
             assert_eq!(r == Outcome::Reply, answerable);
         }
