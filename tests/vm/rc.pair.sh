@@ -143,7 +143,9 @@ pma_agrees() {
 	for spec in port_xmit_data:sent_bytes:4 port_rcv_data:rcvd_bytes:4 \
 		port_xmit_packets:sent_pkts:1 port_rcv_packets:rcvd_pkts:1 link_downed:link_downed:1; do
 		IFS=: read -r f hw div <<<"$spec"
-		a=$(cat "$PMA/$f") h=$(cat "$HWC/$hw") b=$(cat "$PMA/$f") || return 1
+		a=$(cat "$PMA/$f") || return 1
+		h=$(cat "$HWC/$hw") || return 1
+		b=$(cat "$PMA/$f") || return 1
 		h=$((h / div))
 		[ "$f" = link_downed ] && [ "$h" -gt 255 ] && h=255
 		echo "$f $a..$b, $hw / $div = $h"

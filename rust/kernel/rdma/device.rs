@@ -1379,8 +1379,9 @@ impl<T: Driver> OpsTable<T> {
     ///
     /// # Safety
     ///
-    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`]; the
-    /// MAD layer and sysfs pass two distinct buffers of at least `sizeof(struct ib_mad)` bytes.
+    /// Only called by the RDMA core, as described in the callback contract of [`OpsTable`]; its
+    /// callers (sysfs `get_perf_mad`, the MAD layer's receive path and its local directed-route
+    /// SMPs) pass two distinct buffers of at least `sizeof(struct ib_mad)` bytes.
     #[allow(clippy::too_many_arguments)]
     unsafe extern "C" fn process_mad_callback(
         ib: *mut bindings::ib_device,

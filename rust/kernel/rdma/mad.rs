@@ -15,7 +15,9 @@ const _: () = assert!(core::mem::size_of::<bindings::ib_mad>() == MAD_SIZE);
 /// What a device did with a MAD offered to it (`IB_MAD_RESULT_*`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum MadResult {
-    /// The MAD could not be processed (`IB_MAD_RESULT_FAILURE`).
+    /// The MAD could not be processed (`IB_MAD_RESULT_FAILURE`): sysfs
+    /// reports an error; the MAD layer still hands a received MAD on, but
+    /// sends no reply of its own for it.
     Failure,
     /// Not the device's to answer: the MAD layer hands it on to its agents
     /// (`IB_MAD_RESULT_SUCCESS`).

@@ -56,6 +56,9 @@ static ATTRS: AttrList = AttrList([
     ptr::null_mut(),
 ]);
 
+// `parent_show` finds the `ib_core_device` from its `struct device` (`rdma_device_to_ibdev`).
+const _: () = assert!(core::mem::offset_of!(bindings::ib_core_device, dev) == 0);
+
 /// The group the RDMA core adds to each device (`ops.device_group`).
 #[repr(transparent)]
 struct Group(bindings::attribute_group);
@@ -99,11 +102,13 @@ unsafe extern "C" fn parent_show(
     // SAFETY: `ib` is a live `ib_device`.
     let ndev = unsafe { bindings::ib_device_get_netdev(ib, 1) };
     let Some(ndev) = NonNull::new(ndev) else {
-        // The net device is being unregistered, and the device with it.
+        // The RDMA device is being unregistered and has let its net device go.
         return (-(bindings::ENODEV as c_int)) as isize;
     };
     // SAFETY: `ib_device_get_netdev` took a reference for the caller, which the `ARef` owns.
     let ndev: ARef<net::Device> = unsafe { ARef::from_raw(ndev.cast::<net::Device>()) };
+    // Unlocked against a rename, as the C drivers' `parent`: a read racing one may see a mix
+    // of the two names, never more than `IFNAMSIZ` bytes.
     let name = ndev.name();
     let bytes = name.as_bytes();
     for (i, b) in Iterator::chain(bytes.iter(), b"\n").enumerate() {

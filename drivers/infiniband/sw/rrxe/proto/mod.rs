@@ -23,7 +23,7 @@
 //! - [`udp`]: the UDP source port (flow entropy) of a QP.
 //! - [`access`]: the range and alignment arithmetic of an access to a
 //!   registered memory region.
-//! - [`pma`]: the port's performance management agent (PortCounters).
+//! - [`pma`]: the port's performance management agent (`PortCounters`).
 //! - [`queue`] and [`wqe`]: the rxe user ABI's shared queues and the send
 //!   and receive work queue entries user space writes into them.
 
