@@ -214,6 +214,17 @@ class End:
         attr, _ = self.qp.query(e.IBV_QP_STATE)
         return STATE.get(attr.qp_state, attr.qp_state)
 
+    def state_after(self, want, secs=2.0):
+        """The QP's state once it is want, or after secs: the C driver
+        moves a QP to ERR in its completer's task, after the error CQE is
+        polled (a check right after the CQE raced it on the fast kernel)."""
+        deadline = time.monotonic() + secs
+        while True:
+            got = self.state()
+            if got == want or time.monotonic() >= deadline:
+                return got
+            time.sleep(0.01)
+
     def post_send(self, wr_id, opcode=e.IBV_WR_SEND, off=0, length=64, rkey=None,
                   raddr=None, imm=0):
         sge = SGE(self.mr.buf + off, length, self.mr.lkey)
@@ -286,7 +297,7 @@ def case_rnr(ctl, name, rnr_retry):
         end.post_send(1)
         expect(f"{name}-status", statuses(end.poll(1, 60)),
                [(1, e.IBV_WC_RNR_RETRY_EXC_ERR)])
-        expect(f"{name}-state", end.state(), "ERR")
+        expect(f"{name}-state", end.state_after("ERR"), "ERR")
         check_flush(name, end)
         expect(f"{name}-rnr-naks-rcvd", delta(c0, "rcvd_rnr_err"), rnr_retry + 1)
         expect(f"{name}-rnr-exceeded-counted", delta(c0, "retry_rnr_exceeded_err"), 1)
@@ -368,7 +379,7 @@ def case_retry_exc(ctl, name, retry_cnt=2):
     expect(f"{name}-receives-flushed", statuses(w for w in wcs if w.wr_id > 10),
            [(11, e.IBV_WC_WR_FLUSH_ERR), (12, e.IBV_WC_WR_FLUSH_ERR)])
     result(f"{name}-within-seconds", dt < 10, f"completed after {dt:.2f} s")
-    expect(f"{name}-state", end.state(), "ERR")
+    expect(f"{name}-state", end.state_after("ERR"), "ERR")
     check_flush(name, end)
     expect(f"{name}-exceeded-counted", delta(c0, "retry_exceeded_err"), 1)
     expect(f"{name}-retries-counted", delta(c0, "completer_retry_err"), retry_cnt)
@@ -450,7 +461,7 @@ def case_access(ctl, name, how):
                "both MRs hold their fill" if ok else "an MR changed")
         # A remote access error is a class C error: the responder's QP
         # goes to ERR too, and flushes its receive.
-        expect(f"{name}-responder-state", end.state(), "ERR")
+        expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
         expect(f"{name}-responder-recv-flushed", statuses(end.poll(1, 10)),
                [(5, e.IBV_WC_WR_FLUSH_ERR)])
         ro.close()
@@ -468,7 +479,7 @@ def case_access(ctl, name, how):
             rkey, raddr, length = r["ro_rkey"], r["ro_addr"], 64
         end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=length, rkey=rkey, raddr=raddr)
         expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_ACCESS_ERR)])
-        expect(f"{name}-state", end.state(), "ERR")
+        expect(f"{name}-state", end.state_after("ERR"), "ERR")
         check_flush(name, end)
         ctl.sync("done")
     end.close()
@@ -485,14 +496,14 @@ def case_qp_access(ctl, name):
         ctl.sync("done")
         ok = end.mr.read(4096, 0) == pattern(0x44, 4096)
         result(f"{name}-memory-unchanged", ok, "the MR holds its fill" if ok else "the MR changed")
-        expect(f"{name}-responder-state", end.state(), "ERR")
+        expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
     else:
         r = ctl.xchg(end.info())
         end.connect(r)
         ctl.sync("connected")
         end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=64, rkey=r["rkey"], raddr=r["addr"])
         expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_INV_REQ_ERR)])
-        expect(f"{name}-state", end.state(), "ERR")
+        expect(f"{name}-state", end.state_after("ERR"), "ERR")
         ctl.sync("done")
     end.close()
 
@@ -597,7 +608,7 @@ def case_atomic_access(ctl, name, how):
         ctl.sync("done")
         ok = end.mr.read(4096, 0) == pattern(0x66, 4096) and ro.read(4096, 0) == pattern(0x77, 4096)
         result(f"{name}-memory-unchanged", ok, "both MRs hold their fill" if ok else "an MR changed")
-        expect(f"{name}-responder-state", end.state(), "ERR")
+        expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
         ro.close()
     else:
         r = ctl.xchg(end.info())
@@ -609,7 +620,7 @@ def case_atomic_access(ctl, name, how):
             rkey, raddr, want = r["ro_rkey"], r["ro_addr"] + AT_OFF, e.IBV_WC_REM_ACCESS_ERR
         end.post_atomic(1, e.IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, 1)
         expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, want)])
-        expect(f"{name}-state", end.state(), "ERR")
+        expect(f"{name}-state", end.state_after("ERR"), "ERR")
         ctl.sync("done")
     end.close()
 
@@ -643,7 +654,7 @@ def case_atomic_write(ctl, name, how):
         ok = ro.read(size, 0) == pattern(0x3d, size)
         result(f"{name}-ro-memory-unchanged", ok,
                "the MR without REMOTE_WRITE holds its fill" if ok else "it changed")
-        expect(f"{name}-responder-state", end.state(), "RTS" if how == "ok" else "ERR")
+        expect(f"{name}-responder-state", end.state_after("RTS" if how == "ok" else "ERR"), "RTS" if how == "ok" else "ERR")
         ro.close()
     else:
         r = ctl.xchg(end.info())
@@ -670,7 +681,7 @@ def case_atomic_write(ctl, name, how):
         ok = end.mr.read(size, 0) == pattern(0x5c, size)
         result(f"{name}-local-memory-unchanged", ok,
                "the requester's MR holds its fill" if ok else "it changed")
-        expect(f"{name}-state", end.state(), "RTS" if how == "ok" else "ERR")
+        expect(f"{name}-state", end.state_after("RTS" if how == "ok" else "ERR"), "RTS" if how == "ok" else "ERR")
         ctl.sync("done")
     end.close()
 
