@@ -626,10 +626,9 @@ impl<T: Driver> Device<T> {
     pub fn store_node_desc(&self, desc: &[u8; NODE_DESC_LEN]) {
         let nd = self.as_raw();
         for (i, b) in desc.iter().enumerate() {
-            // SAFETY: `nd` is a valid `ib_device` by the type invariant and `i` is within its
-            // 64-byte `node_desc`. Its readers (sysfs, the MAD layer) take no lock, as with the C
-            // drivers' `memcpy`: each byte is one marked (volatile) store, and a reader may see
-            // a mix of the old and the new description, never a torn byte.
+            // SAFETY: `nd` is a valid `ib_device` (type invariant), `i` within its `node_desc`;
+            // its reader (sysfs) takes no lock, as with the C drivers' `memcpy`: one marked byte
+            // store each, so a reader may see old and new bytes mixed, never a torn one.
             unsafe { ptr::write_volatile((&raw mut (*nd).node_desc).cast::<u8>().add(i), *b) };
         }
     }
