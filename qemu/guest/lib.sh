@@ -199,12 +199,13 @@ rc_qp_rts() { rdma res show qp | grep -E "link $IBDEV/" | grep -E 'type RC state
 # port_counter NAME: the hardware counter NAME of the suite's device.
 port_counter() { cat "/sys/class/infiniband/$IBDEV/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
 
-# fabric_moved SENT0 RCVD0 MIB: sent_bytes and rcvd_bytes each grew by at
-# least MIB MiB since they read SENT0 and RCVD0.
+# fabric_moved SENT0 RCVD0 MIB [RCVD_MIB]: sent_bytes grew by at least MIB
+# MiB and rcvd_bytes by RCVD_MIB (default MIB) since they read SENT0 and
+# RCVD0.
 fabric_moved() {
 	local s=$(($(port_counter sent_bytes) - $1)) r=$(($(port_counter rcvd_bytes) - $2))
 	echo "sent_bytes +$s, rcvd_bytes +$r"
-	[ $s -ge $(($3 * 1048576)) ] && [ $r -ge $(($3 * 1048576)) ]
+	[ $s -ge $(($3 * 1048576)) ] && [ $r -ge $((${4:-$3} * 1048576)) ]
 }
 
 # lio_down: remove a LIO target left in configfs (its target portal groups

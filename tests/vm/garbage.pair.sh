@@ -177,8 +177,6 @@ for i in range(n):
         time.sleep(0.02)
 EOF
 
-counter() { cat "$HWC/$1" 2>/dev/null || echo 0; }
-
 if [ "$VM" = 1 ]; then
 	check "link-add-vm1" rdma_up
 	check "sockets-open" bash -c "ss -ulnH 'sport = :4791' | grep -q 4791"
@@ -187,14 +185,14 @@ if [ "$VM" = 1 ]; then
 	barrier ready
 	while read -r kind cnt; do
 		[ -n "$kind" ] || continue
-		before_pkts=$(counter rcvd_pkts)
-		before=$( [ "$cnt" = - ] || counter "$cnt")
+		before_pkts=$(port_counter rcvd_pkts)
+		before=$( [ "$cnt" = - ] || port_counter "$cnt")
 		barrier "go-$kind"
 		barrier "sent-$kind" 300
 		sleep 1
-		after_pkts=$(counter rcvd_pkts)
+		after_pkts=$(port_counter rcvd_pkts)
 		if [ "$DRIVER" = rrxe ] && [ "$cnt" != - ]; then
-			after=$(counter "$cnt")
+			after=$(port_counter "$cnt")
 			want=$N
 			[ "$kind" = fragmented ] && want=50
 			echo "# $kind: $cnt +$((after - before)) (want $want), rcvd_pkts +$((after_pkts - before_pkts))"

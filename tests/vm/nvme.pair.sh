@@ -30,11 +30,9 @@
 NQN=nqn.2026-12.io.rrxe:nvme-pair
 PORT=4420
 M=1048576
-HWC=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
-counter() { cat "$HWC/$1" 2>/dev/null || echo 0; }
 counters() {
-	echo "# hw_counters: rdma_sends $(counter rdma_sends) rdma_recvs $(counter rdma_recvs)" \
-		"sent_bytes $(counter sent_bytes) rcvd_bytes $(counter rcvd_bytes)"
+	echo "# hw_counters: rdma_sends $(port_counter rdma_sends) rdma_recvs $(port_counter rdma_recvs)" \
+		"sent_bytes $(port_counter sent_bytes) rcvd_bytes $(port_counter rcvd_bytes)"
 }
 t_start=$(date +%s)
 phase() { echo "# -- $1 ($(($(date +%s) - t_start)) s)"; }
@@ -297,7 +295,7 @@ else
 	# ---- round 1: the target's RDMA READ/WRITE on plain SGE lists.
 	barrier target-ready 300
 	connect sge
-	sent0=$(counter sent_bytes) rcvd0=$(counter rcvd_bytes)
+	sent0=$(port_counter sent_bytes) rcvd0=$(port_counter rcvd_bytes)
 	phase "round sge: I/O"
 	# Pattern a over the whole 16 MiB in 1 MiB writes (RDMA READ by the
 	# target), read back in 1 MiB reads (RDMA WRITE by the target).
@@ -315,12 +313,7 @@ else
 	phase "round sge: I/O done"
 	# O_DIRECT: every byte crossed the fabric (16 + 16 MiB written, 16 +
 	# 1 + 3 + 12 + 16 MiB read).
-	bytes_moved() {
-		local s=$(($(counter sent_bytes) - sent0)) r=$(($(counter rcvd_bytes) - rcvd0))
-		echo "sent_bytes +$s, rcvd_bytes +$r"
-		[ $s -ge $((32 * M)) ] && [ $r -ge $((48 * M)) ]
-	}
-	check "sge-bytes-crossed-fabric" bytes_moved
+	check "sge-bytes-crossed-fabric" fabric_moved "$sent0" "$rcvd0" 32 48
 
 	# The wire: a capture of 1 MiB written and read back at 64 KiB.  Every
 	# such I/O goes through a fast-register MR: the target's RDMA READ and
