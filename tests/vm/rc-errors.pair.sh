@@ -43,6 +43,18 @@
 #                 lost (netem): every original value is the one before it
 #                 plus one and the word ends exactly 100 higher, so no
 #                 retransmitted atomic ran twice; duplicate_request moved
+#   acc-*, atomic-no-mr-access, atomic-write-no-mr-access  also: the
+#                 responder gets IBV_EVENT_QP_ACCESS_ERR (C9-222.1); an
+#                 invalid request (qp-no-remote-write, atomic-no-qp-access)
+#                 raises none
+#   acc-write-imm-bad-rkey  WRITE_WITH_IMM with a wrong rkey: the receive it
+#                 consumed completes with REM_ACCESS_ERR, no event
+#   sqd           a 1 MiB WRITE, then RTS->SQD and a SEND posted in SQD: the
+#                 WRITE completes, then IBV_EVENT_SQ_DRAINED, sq_draining 0;
+#                 the SEND starts only after SQD->RTS (rrxe: at once;
+#                 rdma_rxe: at the next post_send); data checked
+#   sqd-rnr       (rrxe only) SQD while a SEND waits on RNR NAKs: not
+#                 drained until the receive is posted, then drained
 # The counters (hw_counters, same names on rxe and rrxe) are checked in the
 # case that must move them.
 # VM 1 is the responder, VM 2 the requester.
@@ -53,7 +65,7 @@ check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
 cat >/tmp/rc_errors.py <<'EOF'
-import json, os, random, socket, sys, time, traceback
+import json, os, random, select, socket, sys, time, traceback
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -153,6 +165,42 @@ def pattern(seed, n):
 
 ctx = Context(name=DEV)
 MY_GID = ctx.query_gid(1, GIDX).gid
+
+def async_fd():
+    """The context's asynchronous event file (pyverbs does not expose it):
+    the one fd of the process on uverbs' "[infinibandevent]" inode."""
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[infinibandevent]":
+                fds.append(int(fd))
+        except OSError:
+            pass
+    assert len(fds) == 1, f"async event fds: {fds}"
+    return fds[0]
+
+EVENT_FD = async_fd()
+EVENT_NAMES = {e.IBV_EVENT_QP_ACCESS_ERR: "QP_ACCESS_ERR", e.IBV_EVENT_SQ_DRAINED: "SQ_DRAINED",
+               e.IBV_EVENT_QP_LAST_WQE_REACHED: "QP_LAST_WQE_REACHED",
+               e.IBV_EVENT_QP_FATAL: "QP_FATAL", e.IBV_EVENT_QP_REQ_ERR: "QP_REQ_ERR",
+               e.IBV_EVENT_COMM_EST: "COMM_EST", e.IBV_EVENT_CQ_ERR: "CQ_ERR"}
+
+def events(secs, until=None):
+    """The asynchronous events (names) that arrive within SECS, each
+    acknowledged; returns early once UNTIL arrived."""
+    got, deadline = [], time.monotonic() + secs
+    while until is None or until not in got:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([EVENT_FD], [], [], max(left, 0))
+        if not ready:
+            break
+        ev = ctx.get_async_event()
+        t = int(ev.event_type)
+        ev.ack()
+        got.append(EVENT_NAMES.get(t, t))
+    if got:
+        log(f"async events: {got}")
+    return got
 
 class End:
     """One RC QP with its CQ and a data MR, and its connection."""
@@ -464,6 +512,9 @@ def case_access(ctl, name, how):
         expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
         expect(f"{name}-responder-recv-flushed", statuses(end.poll(1, 10)),
                [(5, e.IBV_WC_WR_FLUSH_ERR)])
+        # No receive completion reports the violation of a WRITE without
+        # immediate data: an async event does (IBTA C9-222.1).
+        expect(f"{name}-responder-event", events(5, until="QP_ACCESS_ERR"), ["QP_ACCESS_ERR"])
         ro.close()
     else:
         r = ctl.xchg(end.info())
@@ -497,6 +548,8 @@ def case_qp_access(ctl, name):
         ok = end.mr.read(4096, 0) == pattern(0x44, 4096)
         result(f"{name}-memory-unchanged", ok, "the MR holds its fill" if ok else "the MR changed")
         expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
+        # An invalid request, not an access violation: no event.
+        expect(f"{name}-responder-no-event", events(1), [])
     else:
         r = ctl.xchg(end.info())
         end.connect(r)
@@ -609,6 +662,8 @@ def case_atomic_access(ctl, name, how):
         ok = end.mr.read(4096, 0) == pattern(0x66, 4096) and ro.read(4096, 0) == pattern(0x77, 4096)
         result(f"{name}-memory-unchanged", ok, "both MRs hold their fill" if ok else "an MR changed")
         expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
+        want = ["QP_ACCESS_ERR"] if how == "mr" else []
+        expect(f"{name}-responder-events", events(5 if want else 1, until="QP_ACCESS_ERR"), want)
         ro.close()
     else:
         r = ctl.xchg(end.info())
@@ -655,6 +710,8 @@ def case_atomic_write(ctl, name, how):
         result(f"{name}-ro-memory-unchanged", ok,
                "the MR without REMOTE_WRITE holds its fill" if ok else "it changed")
         expect(f"{name}-responder-state", end.state_after("RTS" if how == "ok" else "ERR"), "RTS" if how == "ok" else "ERR")
+        want = [] if how == "ok" else ["QP_ACCESS_ERR"]
+        expect(f"{name}-responder-events", events(1 if how == "ok" else 5, until="QP_ACCESS_ERR"), want)
         ro.close()
     else:
         r = ctl.xchg(end.info())
@@ -729,6 +786,157 @@ def case_atomic_replay(ctl, name):
                else f"FetchAdd {first} returned {origs[first]:#x}, expected {want[first]:#x}")
     end.close()
 
+def case_access_imm(ctl, name):
+    """A WRITE with immediate data and a wrong rkey: the receive it consumed
+    carries REM_ACCESS_ERR, so no async event is raised (C9-222.1)."""
+    end = End(mr_size=4096, fill=0x2a)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()))
+        end.post_recv(5)
+        ctl.sync("connected")
+        ctl.sync("done")
+        ok = end.mr.read(4096, 0) == pattern(0x2a, 4096)
+        result(f"{name}-memory-unchanged", ok, "the MR holds its fill" if ok else "the MR changed")
+        expect(f"{name}-responder-recv", statuses(end.poll(1, 10)),
+               [(5, e.IBV_WC_REM_ACCESS_ERR)])
+        expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
+        expect(f"{name}-responder-no-event", events(1), [])
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        ctl.sync("connected")
+        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM, length=64, rkey=r["rkey"] ^ 0x5A,
+                      raddr=r["addr"], imm=0x1234)
+        expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_ACCESS_ERR)])
+        expect(f"{name}-state", end.state_after("ERR"), "ERR")
+        ctl.sync("done")
+    end.close()
+
+SQD_WRITE = 1 << 20
+
+def to_sqd(end):
+    a = QPAttr()
+    a.qp_state = e.IBV_QPS_SQD
+    a.en_sqd_async_notify = 1
+    end.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_EN_SQD_ASYNC_NOTIFY)
+
+def to_rts(end):
+    a = QPAttr()
+    a.qp_state = e.IBV_QPS_RTS
+    end.qp.modify(a, e.IBV_QP_STATE)
+
+def sq_draining(end):
+    attr, _ = end.qp.query(e.IBV_QP_STATE)
+    return attr.sq_draining
+
+def case_sqd(ctl, name):
+    """SQD (IBTA Vol 1 §10.3.1): a 1 MiB WRITE is posted, the QP moved to
+    SQD and a SEND posted there. The WRITE finishes, then SQ_DRAINED
+    arrives and sq_draining reads 0; the SEND does not start in SQD; back
+    in RTS it completes (on rrxe at once, on rdma_rxe with the next
+    post_send, which a second SEND makes). The responder gets the WRITE's
+    bytes, then the SENDs'."""
+    size = SQD_WRITE + 4096
+    end = End(mr_size=size, fill=0x30 + VM)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()))
+        end.post_recv(7, off=SQD_WRITE, length=2048)
+        end.post_recv(8, off=SQD_WRITE + 2048, length=2048)
+        ctl.sync("connected")
+        ctl.sync("held")
+        # The peer is drained and waits in SQD: its SEND must not be here.
+        k, wcs = end.cq.poll(num_entries=1)
+        expect(f"{name}-no-recv-in-sqd", statuses(wcs[:k]), [])
+        ctl.sync("in-sqd")
+        ctl.sync("done")
+        expect(f"{name}-recv", [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len)
+                                for wc in end.poll(2, 10)],
+               [(7, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 100), (8, e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 100)])
+        data = end.mr.read(size, 0)
+        want = bytearray(pattern(0x31, size))
+        want[:SQD_WRITE] = pattern(0x32, SQD_WRITE)
+        for off in (SQD_WRITE, SQD_WRITE + 2048):
+            want[off:off + 100] = pattern(0x77, 100)
+        want = bytes(want)
+        result(f"{name}-data", data == want, "the WRITE's and the SEND's bytes" if data == want
+               else f"first difference at {next(i for i in range(size) if data[i] != want[i])}")
+    else:
+        end.mr.write(pattern(0x77, 100), 100, SQD_WRITE)
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        ctl.sync("connected")
+        events(0)
+        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=SQD_WRITE, rkey=r["rkey"],
+                      raddr=r["addr"])
+        to_sqd(end)
+        expect(f"{name}-state-sqd", end.state(), "SQD")
+        end.post_send(2, off=SQD_WRITE, length=100)
+        expect(f"{name}-drained-event", events(30, until="SQ_DRAINED"), ["SQ_DRAINED"])
+        # The WRITE completed before the event was reported.
+        k, wcs = end.cq.poll(num_entries=2)
+        expect(f"{name}-write-done-at-event", statuses(wcs[:k]), [(1, e.IBV_WC_SUCCESS)])
+        expect(f"{name}-sq-draining-cleared", sq_draining(end), 0)
+        expect(f"{name}-send-held-in-sqd", statuses(end.poll(1, 1)), [])
+        ctl.sync("held")
+        ctl.sync("in-sqd")
+        to_rts(end)
+        wcs = end.poll(1, 2)
+        if DRIVER == "rrxe":
+            # The move to RTS resumes the send queue (§10.3.1).
+            expect(f"{name}-send-resumes-at-rts", statuses(wcs), [(2, e.IBV_WC_SUCCESS)])
+        else:
+            # rdma_rxe runs its requester on the next post_send only.
+            log(f"{DRIVER}: completions in the 2 s after the move to RTS: {statuses(wcs)}")
+        end.post_send(3, off=SQD_WRITE, length=100)
+        wcs += end.poll(2 - len(wcs), 30)
+        expect(f"{name}-sends-after-rts", statuses(wcs),
+               [(2, e.IBV_WC_SUCCESS), (3, e.IBV_WC_SUCCESS)])
+        expect(f"{name}-state-rts", end.state(), "RTS")
+        expect(f"{name}-one-event", events(0.5), [])
+        ctl.sync("done")
+    end.close()
+
+def case_sqd_rnr(ctl, name):
+    """SQD while a SEND waits on RNR NAKs: not drained (sq_draining 1, no
+    event) until the responder posts a receive; then the SEND completes
+    and SQ_DRAINED arrives. On rrxe only: rdma_rxe's req_retry() marks the
+    waiting WQE posted, so its drain check passes at once (SQ_DRAINED with
+    the SEND outstanding, sq_draining 0) and, in SQD, it never sends the
+    WQE again, nor after the move back to RTS (measured on 7.2.12)."""
+    end = End(mr_size=4096, fill=0x40 + VM)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()), min_rnr_timer=1)
+        ctl.sync("connected")
+        ctl.sync("in-sqd")
+        end.post_recv(7)
+        ctl.sync("done")
+        expect(f"{name}-recv", [(wc.wr_id, int(wc.status), wc.byte_len)
+                                for wc in end.poll(1, 10)], [(7, e.IBV_WC_SUCCESS, 200)])
+        ok = end.mr.read(200, 0) == pattern(0x42, 200)
+        result(f"{name}-data", ok, "exact bytes" if ok else "differ")
+    else:
+        end.connect(ctl.xchg(end.info()), timeout=18, rnr_retry=7)
+        ctl.sync("connected")
+        events(0)
+        c0 = counters()
+        end.post_send(1, length=200)
+        deadline = time.monotonic() + 10
+        while delta(c0, "rcvd_rnr_err") == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        result(f"{name}-rnr-nak-seen", delta(c0, "rcvd_rnr_err") > 0,
+               f"rcvd_rnr_err +{delta(c0, 'rcvd_rnr_err')}")
+        to_sqd(end)
+        expect(f"{name}-not-drained", events(1), [])
+        expect(f"{name}-sq-draining", sq_draining(end), 1)
+        ctl.sync("in-sqd")
+        expect(f"{name}-drained-event", events(30, until="SQ_DRAINED"), ["SQ_DRAINED"])
+        expect(f"{name}-send", statuses(end.poll(1, 1)), [(1, e.IBV_WC_SUCCESS)])
+        expect(f"{name}-sq-draining-cleared", sq_draining(end), 0)
+        to_rts(end)
+        expect(f"{name}-state-rts", end.state(), "RTS")
+        ctl.sync("done")
+    end.close()
+
 CASES = [
     ("rnr-retry0", lambda c, n: case_rnr(c, n, 0)),
     ("rnr-retry2", lambda c, n: case_rnr(c, n, 2)),
@@ -738,6 +946,7 @@ CASES = [
     ("acc-bad-rkey", lambda c, n: case_access(c, n, "bad-rkey")),
     ("acc-past-end", lambda c, n: case_access(c, n, "past-end")),
     ("acc-no-remote-write", lambda c, n: case_access(c, n, "no-remote-write")),
+    ("acc-write-imm-bad-rkey", case_access_imm),
     ("qp-no-remote-write", case_qp_access),
     ("zero-length", case_zero_length),
     ("atomic", case_atomic),
@@ -747,7 +956,14 @@ CASES = [
     ("atomic-write", lambda c, n: case_atomic_write(c, n, "ok")),
     ("atomic-write-no-mr-access", lambda c, n: case_atomic_write(c, n, "no-mr-access")),
     ("atomic-replay", case_atomic_replay),
+    ("sqd", case_sqd),
+    ("sqd-rnr", case_sqd_rnr),
 ]
+
+# Cases the C driver cannot pass, with the reason (both VMs run one driver
+# in this suite's runs).
+RRXE_ONLY = {"sqd-rnr": "measured on 7.2.12: rdma_rxe reports SQ_DRAINED at once while the SEND "
+                        "waits, and never sends it again (req_retry() marks it unstarted)"}
 
 def main():
     log(f"counters of {DEV}: {' '.join(sorted(counters()))}")
@@ -760,8 +976,13 @@ def main():
     for name, fn in CASES:
         if only and name not in only:
             continue
+        if name in RRXE_ONLY and DRIVER != "rrxe":
+            log(f"case {name}: not on {DRIVER} ({RRXE_ONLY[name]})")
+            continue
         ctl.sync("start-" + name)
         log(f"case {name}")
+        # Events a case left unread are not the next one's.
+        events(0)
         try:
             fn(ctl, name)
         except Exception as ex:

@@ -744,6 +744,22 @@ pub(crate) unsafe fn post_recv_list(
     0
 }
 
+/// An asynchronous event of a QP (`enum ib_event_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum QpEvent {
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP that receives from an SRQ
+    /// entered the error state and takes no more WQEs from it (IBTA Vol 1
+    /// §10.3.1, §11.6.3).
+    LastWqeReached = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+    /// `IB_EVENT_SQ_DRAINED`: a QP moved to SQD has no message of its send
+    /// queue in progress any more (§10.3.1, §11.6.3).
+    SqDrained = bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+    /// `IB_EVENT_QP_ACCESS_ERR`: the responder met an access violation it
+    /// cannot report in a receive completion (§11.6.3, C9-222.1).
+    AccessErr = bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+}
+
 /// The timers of a QP ([`Qp::arm_timer`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum QpTimer {
@@ -905,15 +921,13 @@ impl<T: Driver> Qp<T> {
         Some(unsafe { Srq::from_raw(srq) })
     }
 
-    /// Reports `IB_EVENT_QP_LAST_WQE_REACHED` to the QP's event handler: a
-    /// QP that receives from an SRQ entered the error state and takes no
-    /// more WQEs from it (IBTA Vol 1 §10.3.1, §11.6.3). The RDMA core's
-    /// handler completes the wait of `ib_drain_qp` and passes the event on
-    /// to the consumer's (uverbs queues it for user space).
+    /// Reports an asynchronous event of the QP to its event handler. The
+    /// RDMA core's handler passes it on to the consumer's (uverbs queues it
+    /// for user space; `ib_drain_qp` waits for Last WQE Reached).
     ///
     /// The handler runs in the caller's context, which may be softirq, so
     /// it must be called without any lock that the QP's verbs take.
-    pub fn report_last_wqe_reached(&self) {
+    pub fn report_event(&self, event: QpEvent) {
         let ib = self.ib.get();
         // SAFETY: The RDMA core sets `event_handler` (its own, for every QP it creates) and
         // `qp_context` before `create_qp`, and neither changes afterwards.
@@ -925,7 +939,7 @@ impl<T: Driver> Qp<T> {
             // SAFETY: `device` is set by the RDMA core before `create_qp` and constant.
             device: unsafe { (*ib).device },
             element: bindings::ib_event__bindgen_ty_1::default(),
-            event: bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            event: event as bindings::ib_event_type,
         };
         // SAFETY: Writing a pointer member of a union the event owns.
         unsafe { *ev.element.qp.as_mut() = ib };

@@ -56,6 +56,7 @@ use crate::{
             Qp,
             QpAttr,
             QpCap,
+            QpEvent,
             QpInitAttr,
             QpTimer,
             RecvWr,
@@ -626,6 +627,12 @@ pub(crate) struct RrxeQp {
     /// event is still to be reported, once no lock is held
     /// ([`RrxeQp::report_events`]).
     last_wqe_event: Atomic<bool>,
+    /// The send queue drained in SQD: the SQ Drained event is to be
+    /// reported.
+    sq_drained_event: Atomic<bool>,
+    /// The responder met an access violation no receive completion
+    /// reports: the QP Access Error event is to be reported.
+    access_err_event: Atomic<bool>,
     /// `State::tx` is resolved: lets `prepare_tx` skip the state lock on
     /// every packet (written under the lock, read without it).
     tx_ready: Atomic<bool>,
@@ -805,6 +812,8 @@ impl RrxeQp {
             sending: Atomic::new(false),
             mcast_count: Atomic::new(0),
             last_wqe_event: Atomic::new(false),
+            sq_drained_event: Atomic::new(false),
+            access_err_event: Atomic::new(false),
             tx_ready: Atomic::new(false),
             index,
             sq_sig_all,
@@ -976,15 +985,26 @@ impl RrxeQp {
                     Self::retire_held(qp);
                     st.snap_index = None;
                     st.tx = None;
+                    st.attr.set_sq_draining(0);
                     qp.tx_ready.store(false, Relaxed);
                 }
                 qp_state::ERR => {
+                    st.attr.set_sq_draining(0);
                     qp.cancel_timer(QpTimer::Retransmit);
                     qp.cancel_timer(QpTimer::Rnr);
                     Self::flush(qp, &mut st);
                     Self::last_wqe_reached(qp);
                 }
                 qp_state::RTS => run = true,
+                qp_state::SQD => {
+                    // IBTA Vol 1 §10.3.1: no new message starts; the ones in
+                    // progress finish, then SQ Drained is reported (the C
+                    // driver reports it whether or not the consumer asked
+                    // with `en_sqd_async_notify`, and so for each move to
+                    // SQD). The requester decides when it is drained.
+                    st.attr.set_sq_draining(1);
+                    run = true;
+                }
                 _ => {}
             }
         }
@@ -1015,6 +1035,22 @@ impl RrxeQp {
         }
     }
 
+    /// Marks SQ Drained pending: the QP is in SQD and its send queue has no
+    /// message in progress. Called under the state lock; reported once it
+    /// is dropped.
+    pub(crate) fn sq_drained(qp: &Qp<Rrxe>) {
+        qp.sq_drained_event.store(true, Relaxed);
+    }
+
+    /// Marks QP Access Error pending: the responder of an RC QP met an
+    /// access violation (a bad R_Key, range or access right) in a request
+    /// without immediate data, so no receive completion carries it (IBTA
+    /// Vol 1 C9-222.1; the C driver's `RESPST_ERR_RKEY_VIOLATION_EVENT`).
+    /// Called under the state lock; reported once it is dropped.
+    pub(crate) fn access_error(qp: &Qp<Rrxe>) {
+        qp.access_err_event.store(true, Relaxed);
+    }
+
     /// Reports the asynchronous events that became pending under the state
     /// lock: the SRQ's limit ([`super::srq::RrxeSrq::report_limit`]) and
     /// Last WQE Reached. Called without locks, from the receive path, the
@@ -1027,8 +1063,16 @@ impl RrxeQp {
         if let Some(srq) = qp.srq() {
             super::srq::RrxeSrq::report_limit(srq);
         }
+        // In the order they became pending: an access error moves the QP
+        // to ERR, which reaches the last WQE.
+        if qp.sq_drained_event.xchg(false, Relaxed) {
+            qp.report_event(QpEvent::SqDrained);
+        }
+        if qp.access_err_event.xchg(false, Relaxed) {
+            qp.report_event(QpEvent::AccessErr);
+        }
         if qp.last_wqe_event.xchg(false, Relaxed) {
-            qp.report_last_wqe_reached();
+            qp.report_event(QpEvent::LastWqeReached);
         }
     }
 
@@ -1050,7 +1094,10 @@ impl RrxeQp {
     /// handlers take, so the handlers do not run in the verb's context but
     /// soon after, in softirq, as a device's interrupt would run them.
     fn defer_events(qp: &Qp<Rrxe>) {
-        if qp.last_wqe_event.load(Relaxed) {
+        if qp.last_wqe_event.load(Relaxed)
+            || qp.sq_drained_event.load(Relaxed)
+            || qp.access_err_event.load(Relaxed)
+        {
             qp.kick();
         }
     }

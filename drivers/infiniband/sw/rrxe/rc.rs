@@ -589,7 +589,39 @@ fn send_atomic_write_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool
 
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    if st.attr.qp_state() != qp_state::RTS || st.req.rnr_wait {
+    send_requests(qp, st, sq_sig_all);
+    check_sq_drained(qp, st);
+}
+
+/// In SQD, once every message started before the move has completed (all
+/// its packets acknowledged, its responses in), the send queue is drained:
+/// `sq_draining` clears and SQ Drained is reported (IBTA Vol 1 §10.3.1;
+/// as the C driver's requester and completer check after each step).
+fn check_sq_drained(qp: &Qp<Rrxe>, st: &mut State) {
+    if st.attr.qp_state() != qp_state::SQD || st.attr.sq_draining() == 0 {
+        return;
+    }
+    let idle = st.req.offset == 0
+        && !sq_before(st, st.sq.consumer(), st.req.started_end)
+        && st.req.comp_psn == st.req.psn;
+    if idle {
+        st.attr.set_sq_draining(0);
+        // Reported once the state lock is released, as every caller does
+        // (`RrxeQp::report_events`).
+        super::qp::RrxeQp::sq_drained(qp);
+    }
+}
+
+/// The requester: sends the packets of the WQEs at `req.next` while the
+/// window, the transmit credit and `max_rd_atomic` allow. In SQD it only
+/// finishes (or sends again) the messages already started.
+fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+    let draining = match st.attr.qp_state() {
+        qp_state::RTS => false,
+        qp_state::SQD => true,
+        _ => return,
+    };
+    if st.req.rnr_wait {
         return;
     }
     if !complete_local_ops(qp, st) {
@@ -613,6 +645,9 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         }
         let idx = st.req.next;
         if st.sq.geo.is_empty(st.sq.producer(), idx) {
+            break;
+        }
+        if draining && !sq_before(st, idx, st.req.started_end) {
             break;
         }
         if st.snap_index != Some(idx) {
@@ -1115,7 +1150,8 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bo
 
 /// A timer of the QP fired.
 pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bool) {
-    if st.attr.qp_state() != qp_state::RTS {
+    // In SQD the messages in progress still retransmit.
+    if !matches!(st.attr.qp_state(), qp_state::RTS | qp_state::SQD) {
         return;
     }
     match t {
@@ -1309,6 +1345,35 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
         complete_recv(qp, st, w, false);
     }
     to_error(qp, st);
+}
+
+/// A request that names memory it may not access (a bad R_Key, range or
+/// access right; class C, IBTA Vol 1 §9.9.2.2 and C9-222.1): NAK with a
+/// remote access error. A packet with immediate data reports it in the
+/// receive completion it consumed; without one, nothing at the responder
+/// would, so QP Access Error is raised, as the C driver does
+/// (`get_rkey_violation_state`).
+fn access_violation(qp: &Qp<Rrxe>, st: &mut State, immediate: bool, psn: Psn) {
+    if immediate {
+        resp_fail(
+            qp,
+            st,
+            NakCode::RemoteAccessError,
+            Some(WcStatus::RemAccessErr),
+            psn,
+        );
+    } else {
+        super::qp::RrxeQp::access_error(qp);
+        resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+    }
+}
+
+/// [`resp_fail`] for the NAK code a memory check gave.
+fn check_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, immediate: bool, psn: Psn) {
+    match code {
+        NakCode::RemoteAccessError => access_violation(qp, st, immediate, psn),
+        _ => resp_fail(qp, st, code, None, psn),
+    }
 }
 
 /// Checks the memory a READ or the first packet of a WRITE names, before
@@ -1777,7 +1842,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                     return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
                 };
                 if let Err(code) = check_reth(qp, &reth, Need::RemoteWrite) {
-                    return resp_fail(qp, st, code, None, psn);
+                    return check_fail(qp, st, code, info.has_immediate(), psn);
                 }
                 st.resp.write_va = reth.va;
                 st.resp.write_rkey = reth.rkey;
@@ -1797,7 +1862,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 payload,
             ) {
                 let _ = e;
-                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+                return access_violation(qp, st, info.has_immediate(), psn);
             }
             st.resp.write_va = st.resp.write_va.wrapping_add(u64::from(plen));
             st.resp.write_resid -= plen;
@@ -1828,7 +1893,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                     st.resp.epsn = psn.add(count);
                     st.resp.msn = msn;
                 }
-                Err(code) => resp_fail(qp, st, code, None, psn),
+                Err(code) => check_fail(qp, st, code, false, psn),
             }
             return;
         }
@@ -1855,7 +1920,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 Err(MemError::Misaligned) => {
                     return resp_fail(qp, st, NakCode::InvalidRequest, None, psn)
                 }
-                Err(_) => return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn),
+                Err(_) => return access_violation(qp, st, info.has_immediate(), psn),
             };
             st.resp.atomics.record(psn, orig);
             st.resp.epsn = psn.next();
@@ -1877,7 +1942,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             }
             let (rkey, va, len) = (reth.rkey, reth.va, reth.dma_len);
             if mem::check_remote(dev, pd_id, rkey, Need::RemoteWrite, va, len).is_err() {
-                return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn);
+                return access_violation(qp, st, info.has_immediate(), psn);
             }
             let Ok(value) = <[u8; wqe::ATOMIC_WRITE_SIZE]>::try_from(payload) else {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
@@ -1890,7 +1955,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 Err(MemError::Misaligned) => {
                     return resp_fail(qp, st, NakCode::InvalidRequest, None, psn)
                 }
-                Err(_) => return resp_fail(qp, st, NakCode::RemoteAccessError, None, psn),
+                Err(_) => return access_violation(qp, st, info.has_immediate(), psn),
             }
             // Remembered by PSN so that a retransmission is answered, not
             // stored again (the value saved is unused).

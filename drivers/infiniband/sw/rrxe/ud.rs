@@ -110,6 +110,12 @@ fn complete_send(
 
 /// Sends every posted WQE: one packet each, completed once queued.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+    if st.attr.qp_state() == qp_state::SQD && st.attr.sq_draining() != 0 {
+        // A UD WQE completes once its packet is queued: nothing is in
+        // progress in SQD, so the send queue is drained at once.
+        st.attr.set_sq_draining(0);
+        super::qp::RrxeQp::sq_drained(qp);
+    }
     if st.attr.qp_state() != qp_state::RTS {
         return;
     }
