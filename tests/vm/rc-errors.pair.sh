@@ -48,9 +48,14 @@
 #                 invalid request (qp-no-remote-write, atomic-no-qp-access)
 #                 raises none
 #   acc-write-imm-bad-rkey  WRITE_WITH_IMM with a wrong rkey: the receive it
-#                 consumed completes with REM_ACCESS_ERR, no event
-#   sqd           a 1 MiB WRITE, then RTS->SQD and a SEND posted in SQD: the
-#                 WRITE completes, then IBV_EVENT_SQ_DRAINED, sq_draining 0;
+#                 consumed completes with REM_ACCESS_ERR, no event; in 3
+#                 packets the first (no immediate) is refused: the event,
+#                 and the receive flushed
+#   sqd-idle      SQD on an idle QP drains at once, SQD->SQD again
+#   sqd           a 1 MiB WRITE (acknowledges delayed 20 ms), then RTS->SQD
+#                 (sq_draining 1, the WRITE not done) and a SEND posted in
+#                 SQD: the WRITE completes, then IBV_EVENT_SQ_DRAINED,
+#                 sq_draining 0;
 #                 the SEND starts only after SQD->RTS (rrxe: at once;
 #                 rdma_rxe: at the next post_send); data checked
 #   sqd-rnr       (rrxe only) SQD while a SEND waits on RNR NAKs: not
@@ -786,9 +791,13 @@ def case_atomic_replay(ctl, name):
                else f"FetchAdd {first} returned {origs[first]:#x}, expected {want[first]:#x}")
     end.close()
 
-def case_access_imm(ctl, name):
-    """A WRITE with immediate data and a wrong rkey: the receive it consumed
-    carries REM_ACCESS_ERR, so no async event is raised (C9-222.1)."""
+def case_access_imm(ctl, name, length=64):
+    """A WRITE with immediate data and a wrong rkey. In one packet (LENGTH
+    up to the MTU) the receive it consumed carries REM_ACCESS_ERR, so no
+    async event is raised (C9-222.1); in several, the first packet, which
+    has no immediate data, is the one refused: the event is raised and the
+    receive, not consumed, is flushed."""
+    one = length <= 1024
     end = End(mr_size=4096, fill=0x2a)
     if VM == 1:
         end.connect(ctl.xchg(end.info()))
@@ -798,15 +807,19 @@ def case_access_imm(ctl, name):
         ok = end.mr.read(4096, 0) == pattern(0x2a, 4096)
         result(f"{name}-memory-unchanged", ok, "the MR holds its fill" if ok else "the MR changed")
         expect(f"{name}-responder-recv", statuses(end.poll(1, 10)),
-               [(5, e.IBV_WC_REM_ACCESS_ERR)])
+               [(5, e.IBV_WC_REM_ACCESS_ERR if one else e.IBV_WC_WR_FLUSH_ERR)])
         expect(f"{name}-responder-state", end.state_after("ERR"), "ERR")
-        expect(f"{name}-responder-no-event", events(1), [])
+        if one:
+            expect(f"{name}-responder-no-event", events(1), [])
+        else:
+            expect(f"{name}-responder-event", events(5, until="QP_ACCESS_ERR"),
+                   ["QP_ACCESS_ERR"])
     else:
         r = ctl.xchg(end.info())
         end.connect(r)
         ctl.sync("connected")
-        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM, length=64, rkey=r["rkey"] ^ 0x5A,
-                      raddr=r["addr"], imm=0x1234)
+        end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM, length=length,
+                      rkey=r["rkey"] ^ 0x5A, raddr=r["addr"], imm=0x1234)
         expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_ACCESS_ERR)])
         expect(f"{name}-state", end.state_after("ERR"), "ERR")
         ctl.sync("done")
@@ -836,13 +849,23 @@ def case_sqd(ctl, name):
     in RTS it completes (on rrxe at once, on rdma_rxe with the next
     post_send, which a second SEND makes). The responder gets the WRITE's
     bytes, then the SENDs'."""
+    import subprocess
     size = SQD_WRITE + 4096
     end = End(mr_size=size, fill=0x30 + VM)
     if VM == 1:
         end.connect(ctl.xchg(end.info()))
         end.post_recv(7, off=SQD_WRITE, length=2048)
         end.post_recv(8, off=SQD_WRITE + 2048, length=2048)
-        ctl.sync("connected")
+        # Acknowledges 20 ms late: the WRITE's 1024 packets, at most 128
+        # unacknowledged, take 160 ms at least, so it is in progress when
+        # the peer moves to SQD.
+        subprocess.run(["tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "20ms"],
+                       check=True)
+        try:
+            ctl.sync("connected")
+            ctl.sync("drained")
+        finally:
+            subprocess.run(["tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
         ctl.sync("held")
         # The peer is drained and waits in SQD: its SEND must not be here.
         k, wcs = end.cq.poll(num_entries=1)
@@ -869,6 +892,10 @@ def case_sqd(ctl, name):
         end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=SQD_WRITE, rkey=r["rkey"],
                       raddr=r["addr"])
         to_sqd(end)
+        # Still in progress: not drained, not completed.
+        expect(f"{name}-draining", sq_draining(end), 1)
+        k, wcs = end.cq.poll(num_entries=1)
+        expect(f"{name}-write-in-progress", statuses(wcs[:k]), [])
         expect(f"{name}-state-sqd", end.state(), "SQD")
         end.post_send(2, off=SQD_WRITE, length=100)
         expect(f"{name}-drained-event", events(30, until="SQ_DRAINED"), ["SQ_DRAINED"])
@@ -876,6 +903,7 @@ def case_sqd(ctl, name):
         k, wcs = end.cq.poll(num_entries=2)
         expect(f"{name}-write-done-at-event", statuses(wcs[:k]), [(1, e.IBV_WC_SUCCESS)])
         expect(f"{name}-sq-draining-cleared", sq_draining(end), 0)
+        ctl.sync("drained")
         expect(f"{name}-send-held-in-sqd", statuses(end.poll(1, 1)), [])
         ctl.sync("held")
         ctl.sync("in-sqd")
@@ -893,6 +921,35 @@ def case_sqd(ctl, name):
                [(2, e.IBV_WC_SUCCESS), (3, e.IBV_WC_SUCCESS)])
         expect(f"{name}-state-rts", end.state(), "RTS")
         expect(f"{name}-one-event", events(0.5), [])
+        ctl.sync("done")
+    end.close()
+
+def case_sqd_idle(ctl, name):
+    """SQD with nothing in the send queue drains at once; SQD->SQD drains
+    again (each move to SQD reports SQ_DRAINED, as on the C driver); back
+    in RTS a SEND goes out."""
+    end = End(mr_size=4096, fill=0x50 + VM)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()))
+        end.post_recv(7)
+        ctl.sync("connected")
+        ctl.sync("done")
+        expect(f"{name}-recv", [(wc.wr_id, int(wc.status), wc.byte_len)
+                                for wc in end.poll(1, 10)], [(7, e.IBV_WC_SUCCESS, 300)])
+        ok = end.mr.read(300, 0) == pattern(0x52, 300)
+        result(f"{name}-data", ok, "exact bytes" if ok else "differ")
+    else:
+        end.connect(ctl.xchg(end.info()))
+        ctl.sync("connected")
+        events(0)
+        to_sqd(end)
+        expect(f"{name}-drained-at-once", events(10, until="SQ_DRAINED"), ["SQ_DRAINED"])
+        to_sqd(end)
+        expect(f"{name}-sqd-to-sqd-drained", events(10, until="SQ_DRAINED"), ["SQ_DRAINED"])
+        expect(f"{name}-state", end.state(), "SQD")
+        to_rts(end)
+        end.post_send(1, length=300)
+        expect(f"{name}-send", statuses(end.poll(1, 30)), [(1, e.IBV_WC_SUCCESS)])
         ctl.sync("done")
     end.close()
 
@@ -947,6 +1004,7 @@ CASES = [
     ("acc-past-end", lambda c, n: case_access(c, n, "past-end")),
     ("acc-no-remote-write", lambda c, n: case_access(c, n, "no-remote-write")),
     ("acc-write-imm-bad-rkey", case_access_imm),
+    ("acc-write-imm-3-packets-bad-rkey", lambda c, n: case_access_imm(c, n, 3000)),
     ("qp-no-remote-write", case_qp_access),
     ("zero-length", case_zero_length),
     ("atomic", case_atomic),
@@ -957,6 +1015,7 @@ CASES = [
     ("atomic-write-no-mr-access", lambda c, n: case_atomic_write(c, n, "no-mr-access")),
     ("atomic-replay", case_atomic_replay),
     ("sqd", case_sqd),
+    ("sqd-idle", case_sqd_idle),
     ("sqd-rnr", case_sqd_rnr),
 ]
 

@@ -902,14 +902,23 @@ impl RrxeQp {
         } else {
             st.attr.qp_state()
         };
-        if m & mask::STATE != 0 {
-            let next = new.qp_state();
-            if !modify_is_ok(cur, next, qp.qp_type(), m) {
-                return Err(EINVAL);
-            }
-            if cur == qp_state::SQD && st.attr.sq_draining() != 0 && next != qp_state::ERR {
-                return Err(EINVAL);
-            }
+        // As the C driver (`__qp_chk_state`), the transition is checked
+        // with or without a new state: attributes a state does not take
+        // (an SQ PSN in RTS, say) are refused, not applied mid-flight.
+        let next = if m & mask::STATE != 0 {
+            new.qp_state()
+        } else {
+            cur
+        };
+        if !modify_is_ok(cur, next, qp.qp_type(), m) {
+            return Err(EINVAL);
+        }
+        if m & mask::STATE != 0
+            && cur == qp_state::SQD
+            && st.attr.sq_draining() != 0
+            && next != qp_state::ERR
+        {
+            return Err(EINVAL);
         }
         let keep_cap = st.attr.cap();
         st.attr.merge(new, m);
@@ -986,6 +995,9 @@ impl RrxeQp {
                     st.snap_index = None;
                     st.tx = None;
                     st.attr.set_sq_draining(0);
+                    // Nothing of the old life is reported in the new one.
+                    qp.sq_drained_event.store(false, Relaxed);
+                    qp.access_err_event.store(false, Relaxed);
                     qp.tx_ready.store(false, Relaxed);
                 }
                 qp_state::ERR => {
@@ -1052,8 +1064,8 @@ impl RrxeQp {
     }
 
     /// Reports the asynchronous events that became pending under the state
-    /// lock: the SRQ's limit ([`super::srq::RrxeSrq::report_limit`]) and
-    /// Last WQE Reached. Called without locks, from the receive path, the
+    /// lock: the SRQ's limit ([`super::srq::RrxeSrq::report_limit`]), SQ
+    /// Drained, QP Access Error and Last WQE Reached. Called without locks, from the receive path, the
     /// timers and the kick (softirq): the consumers' handlers may call
     /// verbs of the QP or SRQ.
     pub(crate) fn report_events(qp: &Qp<Rrxe>) {

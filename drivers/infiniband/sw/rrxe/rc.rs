@@ -370,6 +370,7 @@ fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
 pub(crate) fn to_error(qp: &Qp<Rrxe>, st: &mut State) {
     st.attr.set_qp_state(qp_state::ERR);
     st.attr.set_cur_qp_state(qp_state::ERR);
+    st.attr.set_sq_draining(0);
     qp.cancel_timer(QpTimer::Retransmit);
     qp.cancel_timer(QpTimer::Rnr);
     super::qp::RrxeQp::flush(qp, st);
@@ -812,6 +813,10 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             });
         }
         let Some(_) = tx_ctx(qp, st) else {
+            // No route yet: the timer (which resolves it) tries again.
+            if !st.req.timer_armed {
+                arm_retransmit(qp, st);
+            }
             break;
         };
         let mut gather_err = None;
@@ -1160,24 +1165,31 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
         }
         QpTimer::Retransmit => {
             st.req.timer_armed = false;
-            if st.req.rnr_wait || rc::in_flight(st.req.comp_psn, st.req.sent_end) == 0 {
+            if st.req.rnr_wait {
                 return;
             }
-            // As the C driver, a `retry_cnt` of 7 retries forever (IBTA
-            // gives 7 that meaning for `rnr_retry` only); ibv_rc_pingpong
-            // and perftest set 7, and a busy host can delay an ACK past
-            // seven local ACK timeouts.
-            match rc::take_retry(st.req.retry_left, true) {
-                Some(n) => {
-                    st.req.retry_left = n;
-                    qp.device().counters.inc(Counter::CompleterRetryErr);
-                    let mtu = path_mtu(st).bytes();
-                    set_position(st, st.req.comp_psn, mtu);
-                }
-                None => {
-                    qp.device().counters.inc(Counter::RetryExceededErr);
-                    fail_head(qp, st, WcStatus::RetryExcErr);
-                    return;
+            // With nothing in flight the timer was armed for a packet that
+            // could not be built (no memory, no route yet): the requester
+            // tries again, without using a retry. In SQD nothing else
+            // would (no post_send comes while the consumer waits for SQ
+            // Drained).
+            if rc::in_flight(st.req.comp_psn, st.req.sent_end) != 0 {
+                // As the C driver, a `retry_cnt` of 7 retries forever (IBTA
+                // gives 7 that meaning for `rnr_retry` only); ibv_rc_pingpong
+                // and perftest set 7, and a busy host can delay an ACK past
+                // seven local ACK timeouts.
+                match rc::take_retry(st.req.retry_left, true) {
+                    Some(n) => {
+                        st.req.retry_left = n;
+                        qp.device().counters.inc(Counter::CompleterRetryErr);
+                        let mtu = path_mtu(st).bytes();
+                        set_position(st, st.req.comp_psn, mtu);
+                    }
+                    None => {
+                        qp.device().counters.inc(Counter::RetryExceededErr);
+                        fail_head(qp, st, WcStatus::RetryExcErr);
+                        return;
+                    }
                 }
             }
         }
@@ -1901,10 +1913,12 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             let Some(a) = pkt.ext().atmeth else {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             };
-            // As the C driver: a QP without remote atomic access or a
-            // misaligned address is an invalid request; a bad key or range
-            // a remote access error.
-            if qp_access & access::REMOTE_ATOMIC == 0 || a.va & 7 != 0 {
+            // As the C driver: a QP without remote atomic access is an
+            // invalid request; then a bad key or range is a remote access
+            // error, and only a valid one at a misaligned address an
+            // invalid request (`mem::atomic` checks in that order, as
+            // rdma_rxe's check_rkey runs before its atomic op).
+            if qp_access & access::REMOTE_ATOMIC == 0 {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             let compare_swap = info.operation == Operation::CompareSwap;
