@@ -14,6 +14,8 @@
 #include <linux/etherdevice.h>
 #include <linux/highmem.h>
 #include <linux/if_vlan.h>
+#include <linux/ioport.h>
+#include <linux/libnvdimm.h>
 #include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
@@ -711,6 +713,33 @@ size_t rrxe_helper_umem_fill_pages(struct ib_umem *umem, struct page **pages,
 		pages[i++] = sg_page_iter_page(&iter);
 	}
 	return i;
+}
+
+/*
+ * FLUSH to persistence (IBTA Vol 1 Annex A19): which pages are persistent
+ * memory, and writing their cache lines back (as rdma_rxe's is_pmem_page
+ * and flush_pmem).
+ */
+
+bool rrxe_helper_page_is_pmem(struct page *page)
+{
+	return region_intersects(page_to_phys(page), PAGE_SIZE, IORESOURCE_MEM,
+				 IORES_DESC_PERSISTENT_MEMORY) ==
+	       REGION_INTERSECTS;
+}
+
+void rrxe_helper_wb_cache_pmem_page(struct page *page, size_t offset,
+				    size_t len)
+{
+	u8 *va = kmap_local_page(page);
+
+	arch_wb_cache_pmem(va + offset, len);
+	kunmap_local(va);
+}
+
+void rrxe_helper_wb_cache_pmem(void *addr, size_t len)
+{
+	arch_wb_cache_pmem(addr, len);
 }
 
 /* include/linux/highmem.h: data access to pinned user pages. */

@@ -2,7 +2,7 @@
 # the stock tools: rping with verification at three sizes, ibv_ud_pingpong
 # and ibv_uc_pingpong, ucmatose (RC over rdma_cm), udaddy (UD over rdma_cm),
 # rstream with byte-exact verification (rsockets), mckey (multicast join and
-# UD multicast), 200 back-to-back rping connections (10 on the debug
+# UD multicast, IPv4 and IPv6), 200 back-to-back rping connections (10 on the debug
 # kernel) to one persistent server with the QP count back to its baseline
 # afterwards, and pyverbs' test_rdmacm (loopback in VM 1), each test's
 # outcome recorded.  VM 1 serves, VM 2 is the client.
@@ -109,37 +109,52 @@ cm_pair rstream-s65536 600 "listening rstream" \
 # mckey: VM 1 receives 5 messages (it exits 0 once they all arrived), VM 2
 # sends.  mckey's sender posts its sends and tears its QP down at once, so
 # on a slow guest only the first message reliably leaves before the flush:
-# VM 2 runs the sender 10 times, one message each.
+# VM 2 runs the sender up to 30 times, one message each.  Once over IPv4
+# (group 239.1.1.1) and once over IPv6 (group ff0e::4791, from an IPv6
+# GID: the MGID is the group address, the MAC 33:33:00:00:47:91).
+MY_IP6=fd00:4791::$VM
+ip -6 addr add "$MY_IP6/64" dev eth0 nodad
 mckey_received() {
 	wait_server "$@" && grep -q 'data transfers complete' "$2"
 }
-# mckey_send: each run must join (mckey exits 0 even when the join fails).
-# The sender tears its QP down right after posting, and the C driver may
-# drop a datagram still queued then (on the fast kernel most runs lose it):
-# 30 runs of one message each, for the receiver's 5.
+# mckey_send GROUP BIND: each run must join (mckey exits 0 even when the
+# join fails).  The sender tears its QP down right after posting, and the C
+# driver may drop a datagram still queued then (on the fast kernel most runs
+# lose it): 30 runs of one message each, for the receiver's 5.
 mckey_send() {
 	local i rc=0
 	for i in $(seq 30); do
-		timeout 60 mckey -m 239.1.1.1 -b "$MY_IP" -s -C 1 >/tmp/mcs.log 2>&1 || rc=1
+		timeout 60 mckey -m "$1" -b "$2" -s -C 1 >/tmp/mcs.log 2>&1 || rc=1
 		cat /tmp/mcs.log
 		grep -q 'mckey: joined' /tmp/mcs.log || { rc=1; break; }
 	done
 	return $rc
 }
-if [ "$VM" = 1 ]; then
-	# Line-buffered, so that "receiving data transfers" shows it joined.
-	timeout 240 stdbuf -oL mckey -m 239.1.1.1 -b "$MY_IP" -C 5 >/tmp/mckey.log 2>&1 &
-	pid=$!
-	retry 60 grep -q 'receiving data transfers' /tmp/mckey.log ||
-		echo "# mckey: receiver not ready after 60 s"
-	barrier mckey
-	barrier mckey-done 720
-	check mckey-receiver mckey_received "$pid" /tmp/mckey.log
-else
-	barrier mckey
-	check mckey-sender mckey_send
-	barrier mckey-done 720
-fi
+# mckey_pair TAG GROUP BIND
+mckey_pair() {
+	local tag=$1 group=$2 bind=$3 pid
+	if [ "$VM" = 1 ]; then
+		# Line-buffered, so that "receiving data transfers" shows it joined.
+		timeout 240 stdbuf -oL mckey -m "$group" -b "$bind" -C 5 >"/tmp/$tag.log" 2>&1 &
+		pid=$!
+		retry 60 grep -q 'receiving data transfers' "/tmp/$tag.log" ||
+			echo "# $tag: receiver not ready after 60 s"
+		barrier "$tag"
+		barrier "$tag-done" 720
+		check "$tag-receiver" mckey_received "$pid" "/tmp/$tag.log"
+	else
+		barrier "$tag"
+		check "$tag-sender" mckey_send "$group" "$bind"
+		barrier "$tag-done" 720
+	fi
+}
+mckey_pair mckey 239.1.1.1 "$MY_IP"
+# The IPv6 address's GID appears once DAD-less configuration reaches the
+# GID table (fd00:4791:0000:...:000N in sysfs).
+MY_GID6=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$MY_IP6")
+retry 30 grep -qx "$MY_GID6" /sys/class/infiniband/"$IBDEV"/ports/1/gids/* ||
+	echo "# no GID for $MY_IP6 after 30 s"
+mckey_pair mckey-ipv6 ff0e::4791 "$MY_IP6"
 
 # 4. CONNS rping connections, one after the other, to one persistent server;
 # every connection's QP is destroyed afterwards on both sides.

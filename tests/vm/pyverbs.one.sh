@@ -170,8 +170,7 @@ done
 # pass on rrxe, and a listed test that passes fails the check too, so that
 # the list shrinks with the features.  Skips come from EOPNOTSUPP (memory
 # windows: no alloc_mw; ODP: the tests skip themselves, as the device
-# reports no odp_caps) or EINVAL (MR access
-# FLUSH_GLOBAL/PERSISTENT).
+# reports no odp_caps).
 KNOWN=$(cat <<'LIST'
 tests.test_mr.MWTest.test_invalidate_mw_type1 memory-windows
 tests.test_mr.MWTest.test_mw_type1 memory-windows
@@ -188,8 +187,6 @@ tests.test_odp.OdpTestCase.test_odp_rc_rdma_write odp
 tests.test_odp.OdpTestCase.test_odp_rc_traffic odp
 tests.test_odp.OdpTestCase.test_odp_ud_traffic odp
 tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw memory-windows
-tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush flush
-tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush_type_violate flush
 LIST
 )
 

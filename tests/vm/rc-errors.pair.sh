@@ -39,6 +39,15 @@
 #                 changes, both QPs stay in RTS
 #   atomic-write-no-mr-access  ATOMIC WRITE to an MR without REMOTE_WRITE:
 #                 REM_ACCESS_ERR, both QPs in ERR, memory unchanged
+#   flush*        an RDMA WRITE then a FLUSH (IBTA Annex A19, ibv_wr_flush):
+#                 global placement of the range or of the whole MR (level
+#                 MR ignores address and length): FLUSH completion with
+#                 byte_len, QPs in RTS; a range past the MR's end, an MR
+#                 without FLUSH_GLOBAL, persistence from an MR that grants
+#                 only global: REM_ACCESS_ERR and QP_ACCESS_ERR at the
+#                 responder; a QP without FLUSH_GLOBAL: REM_INV_REQ_ERR;
+#                 the WRITE's data in place in every case
+#   flush-persistent-mr  MR with FLUSH_PERSISTENT on ordinary memory: EINVAL
 #   atomic-replay 100 FetchAdds while 20% of the responder's packets are
 #                 lost (netem): every original value is the one before it
 #                 plus one and the word ends exactly 100 higher, so no
@@ -747,6 +756,96 @@ def case_atomic_write(ctl, name, how):
         ctl.sync("done")
     end.close()
 
+FG, FP = e.IBV_ACCESS_FLUSH_GLOBAL, e.IBV_ACCESS_FLUSH_PERSISTENT
+
+def case_flush(ctl, name, how):
+    """An RDMA WRITE of 4 KiB into VM 1's MR, then a FLUSH (IBTA Annex A19)
+    through an rkey. HOW: "range" (global, the written range), "mr-level"
+    (global, whole MR, a nonsense address and a 3 GiB length), "past-end" (a range
+    ending past the MR), "no-mr-access" (the MR lacks FLUSH_GLOBAL),
+    "persistent" (the QP grants persistence, the MR only global),
+    "no-qp-access" (the QP lacks FLUSH_GLOBAL)."""
+    size = 8192
+    end = End(mr_size=size, mr_access=RW | FG, fill=0x21,
+              send_ops=(e.IBV_QP_EX_WITH_FLUSH | e.IBV_QP_EX_WITH_RDMA_WRITE) if VM == 2 else None)
+    ok_case = how in ("range", "mr-level")
+    if VM == 1:
+        mr = end.mr
+        if how == "no-mr-access":
+            mr = MR(end.pd, size, RW)
+            mr.write(pattern(0x21, size), size, 0)
+        qp_access = RW if how == "no-qp-access" else RW | FG | FP
+        end.connect(ctl.xchg(end.info(t_addr=mr.buf, t_rkey=mr.rkey)), access=qp_access)
+        ctl.sync("connected")
+        ctl.sync("done")
+        want = bytearray(pattern(0x21, size))
+        want[1024:1024 + 4096] = pattern(0x90, 4096)
+        data = mr.read(size, 0)
+        bad = [j for j in range(size) if data[j] != want[j]]
+        result(f"{name}-memory", not bad, "the WRITE's 4 KiB in place, the rest unchanged" if not bad
+               else f"{len(bad)} bytes differ, first at {bad[0]}")
+        state = "RTS" if ok_case else "ERR"
+        expect(f"{name}-responder-state", end.state_after(state), state)
+        want_ev = ["QP_ACCESS_ERR"] if how in ("past-end", "no-mr-access", "persistent") else []
+        expect(f"{name}-responder-events", events(5 if want_ev else 1, until="QP_ACCESS_ERR"), want_ev)
+        if mr is not end.mr:
+            mr.close()
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r)
+        end.mr.write(pattern(0x90, 4096), 4096, 0)
+        ctl.sync("connected")
+        rkey, base = r["t_rkey"], r["t_addr"]
+        ptype, level = e.IBV_FLUSH_GLOBAL, e.IBV_FLUSH_RANGE
+        faddr, flen = base + 1024, 4096
+        if how == "mr-level":
+            # A length past 2^31: a range, not a message size.
+            level, faddr, flen = e.IBV_FLUSH_MR, 0x10, 0xC0000000
+        elif how == "past-end":
+            faddr, flen = base + size - 16, 32
+        elif how == "persistent":
+            ptype = e.IBV_FLUSH_PERSISTENT
+        qp = end.qp
+        qp.wr_start()
+        qp.wr_id = 1
+        qp.wr_flags = e.IBV_SEND_SIGNALED
+        qp.wr_rdma_write(rkey, base + 1024)
+        qp.wr_set_sge(SGE(end.mr.buf, 4096, end.mr.lkey))
+        qp.wr_id = 2
+        qp.wr_flush(rkey, faddr, flen, ptype, level)
+        qp.wr_complete()
+        wcs = end.poll(2, 30)
+        if ok_case:
+            got = [(wc.wr_id, int(wc.status), int(wc.opcode), wc.byte_len) for wc in wcs]
+            expect(f"{name}-wc", got, [(1, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE, 4096),
+                                       (2, e.IBV_WC_SUCCESS, e.IBV_WC_FLUSH, flen)])
+        else:
+            fail = e.IBV_WC_REM_INV_REQ_ERR if how == "no-qp-access" else e.IBV_WC_REM_ACCESS_ERR
+            expect(f"{name}-wc", statuses(wcs), [(1, e.IBV_WC_SUCCESS), (2, fail)])
+        state = "RTS" if ok_case else "ERR"
+        expect(f"{name}-state", end.state_after(state), state)
+        ctl.sync("done")
+    end.close()
+
+def case_flush_persistent_mr(ctl, name):
+    """Persistence is promised only for persistent memory (none in the
+    VMs): an MR asking for FLUSH_PERSISTENT on ordinary pages is refused
+    with EINVAL, as by the C driver; FLUSH_GLOBAL alone is accepted."""
+    if VM == 2:
+        pd = PD(ctx)
+        try:
+            MR(pd, 4096, RW | FP).close()
+            result(f"{name}-refused", False, "registered")
+        except Exception as ex:
+            err = getattr(ex, "error_code", None)
+            result(f"{name}-refused", err == 22, f"{type(ex).__name__}: {ex} (error_code {err})")
+        try:
+            MR(pd, 4096, RW | FG).close()
+            result(f"{name}-global-accepted", True, "registered")
+        except Exception as ex:
+            result(f"{name}-global-accepted", False, f"{type(ex).__name__}: {ex}")
+        pd.close()
+
 REPLAY_OPS = 100
 REPLAY_START = 0x7000000000000000
 
@@ -1014,6 +1113,13 @@ CASES = [
     ("atomic-write", lambda c, n: case_atomic_write(c, n, "ok")),
     ("atomic-write-no-mr-access", lambda c, n: case_atomic_write(c, n, "no-mr-access")),
     ("atomic-replay", case_atomic_replay),
+    ("flush", lambda c, n: case_flush(c, n, "range")),
+    ("flush-mr-level", lambda c, n: case_flush(c, n, "mr-level")),
+    ("flush-past-end", lambda c, n: case_flush(c, n, "past-end")),
+    ("flush-no-mr-access", lambda c, n: case_flush(c, n, "no-mr-access")),
+    ("flush-persistent-on-global-mr", lambda c, n: case_flush(c, n, "persistent")),
+    ("flush-no-qp-access", lambda c, n: case_flush(c, n, "no-qp-access")),
+    ("flush-persistent-mr", case_flush_persistent_mr),
     ("sqd", case_sqd),
     ("sqd-idle", case_sqd_idle),
     ("sqd-rnr", case_sqd_rnr),

@@ -142,6 +142,20 @@ impl PageList {
         Ok(())
     }
 
+    /// Writes the CPU cache lines of `len` bytes at byte `offset` of page
+    /// `index` back to memory (FLUSH to persistence, IBTA Vol 1 Annex A19);
+    /// `EINVAL` unless they fit the page.
+    pub fn wb_cache_pmem(&self, index: usize, offset: usize, len: usize) -> Result {
+        if len == 0 {
+            return Ok(());
+        }
+        let addr = self.range(index, offset, len)?;
+        // SAFETY: As in `copy_to`, `[addr, addr + len)` is kernel memory of a mapped page;
+        // writing cache lines back reads and changes no byte.
+        unsafe { bindings::wb_cache_pmem(addr.cast(), len) };
+        Ok(())
+    }
+
     /// Appends a page given by `ib_sg_to_pages`; `ENOMEM` when full (the
     /// core then maps a prefix of the scatterlist), as the C driver.
     fn push(&mut self, addr: u64) -> Result {

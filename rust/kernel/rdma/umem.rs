@@ -141,6 +141,33 @@ impl Umem {
     }
 }
 
+impl Umem {
+    /// Whether every pinned page is persistent memory (`rxe`'s
+    /// `is_pmem_page`): a region may grant `IB_ACCESS_FLUSH_PERSISTENT`
+    /// only then.
+    pub fn is_pmem(&self) -> bool {
+        self.pages.iter().all(|&p| {
+            // SAFETY: Each entry is a pinned `struct page` pointer (see `get`), alive while
+            // `self` exists; the helper only reads its physical address.
+            unsafe { bindings::page_is_pmem(p as *mut bindings::page) }
+        })
+    }
+
+    /// Writes the CPU cache lines of `[offset, offset + len)` (from the first
+    /// user byte) back to memory, as a FLUSH to persistence asks (IBTA Vol 1
+    /// Annex A19); the same range rules as [`Umem::copy_to`]. Any context.
+    pub fn wb_cache_pmem(&self, offset: usize, len: usize) -> Result {
+        for c in PageSpan::new(self.offset(), offset, len, self.len)? {
+            let page = self.page(c.page)?;
+            // SAFETY: `page` is pinned while `self` exists; `c.offset + c.len` is at most
+            // `PAGE_SIZE`; the helper maps the page with `kmap_local_page` and only writes its
+            // cache lines back, changing no byte.
+            unsafe { bindings::wb_cache_pmem_page(page, c.offset, c.len) };
+        }
+        Ok(())
+    }
+}
+
 /// The part of one page a copy touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct PageChunk {

@@ -91,6 +91,9 @@ pub(crate) enum Need {
     RemoteRead,
     /// Remote atomic (CmpSwap, FetchAdd responder).
     RemoteAtomic,
+    /// FLUSH responder: every `IB_ACCESS_FLUSH_*` bit given (one per
+    /// placement type asked; none for a FLUSH that asks for neither).
+    Flush(i32),
 }
 
 /// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
@@ -101,6 +104,7 @@ fn allows(flags: i32, need: Need) -> bool {
         Need::RemoteWrite => flags & access::REMOTE_WRITE != 0,
         Need::RemoteRead => flags & access::REMOTE_READ != 0,
         Need::RemoteAtomic => flags & access::REMOTE_ATOMIC != 0,
+        Need::Flush(bits) => flags & bits == bits,
     }
 }
 
@@ -117,6 +121,24 @@ fn region(
     need: Need,
     addr: u64,
     len: usize,
+) -> Result<ARef<Mr<Rrxe>>, MemError> {
+    let mr = region_of_key(dev, pd_id, key, remote, need)?;
+    if let Mapping::User(_) = mr.mapping {
+        // CAST: lengths of one message fit in u64.
+        if !range_within(mr.iova(), mr.length(), addr, len as u64) {
+            return Err(MemError::Range);
+        }
+    }
+    Ok(mr)
+}
+
+/// [`region`] without the range check.
+fn region_of_key(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    key: u32,
+    remote: bool,
+    need: Need,
 ) -> Result<ARef<Mr<Rrxe>>, MemError> {
     let mr = dev.lookup_mr(key >> 8).ok_or(MemError::Key)?;
     if let Mapping::Fast(_) = mr.mapping {
@@ -137,10 +159,6 @@ fn region(
             return Err(MemError::Key);
         }
         return Ok(mr);
-    }
-    // CAST: lengths of one message fit in u64.
-    if !range_within(mr.iova(), mr.length(), addr, len as u64) {
-        return Err(MemError::Range);
     }
     Ok(mr)
 }
@@ -326,6 +344,93 @@ pub(crate) fn atomic_write(
     check_word_aligned(dev, pd_id, rkey, Need::RemoteWrite, addr)?;
     let _guard = dev.atomic_ops.lock();
     write(dev, pd_id, rkey, true, Need::RemoteWrite, addr, &value)
+}
+
+/// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
+const FLUSH_PERSISTENT_TYPE: u8 = 1 << 1;
+/// `IB_FLUSH_GLOBAL`, the FETH placement type bit for global visibility.
+const FLUSH_GLOBAL_TYPE: u8 = 1 << 0;
+
+/// The `IB_ACCESS_FLUSH_*` bits a FLUSH of placement type `placement`
+/// needs, of the QP and of the region (as the C driver's responder).
+pub(crate) fn flush_access(placement: u8) -> i32 {
+    let mut bits = 0;
+    if placement & FLUSH_GLOBAL_TYPE != 0 {
+        bits |= access::FLUSH_GLOBAL;
+    }
+    if placement & FLUSH_PERSISTENT_TYPE != 0 {
+        bits |= access::FLUSH_PERSISTENT;
+    }
+    bits
+}
+
+/// Executes a FLUSH (IBTA Vol 1 Annex A19) through `rkey`: the region must
+/// grant the FLUSH access of each placement type asked and, unless the
+/// selectivity is the whole region (`whole`), hold `range`; then the whole
+/// region (`whole`) or the range is flushed (as the C driver: a reserved
+/// selectivity is range-checked and flushes the region). What earlier
+/// requests placed is made globally visible (every copy into registered
+/// memory is done by the time the FLUSH is executed; the fence orders it
+/// before the response) and, for persistence, written back from the CPU
+/// caches.
+///
+/// The write-back runs in the responder, with interrupts off, for as much
+/// as the request names (the C driver's does the same in its task); it only
+/// happens on persistent memory, which no region of ordinary pages may
+/// grant. Deferring it to a context that may sleep comes with the ODP
+/// deferral path.
+pub(crate) fn flush(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    rkey: u32,
+    placement: u8,
+    range: (u64, u64),
+    whole: bool,
+    check_range: bool,
+) -> Result<(), MemError> {
+    let need = Need::Flush(flush_access(placement));
+    let persistent = placement & FLUSH_PERSISTENT_TYPE != 0;
+    let mr = region_of_key(dev, pd_id, rkey, true, need)?;
+    match &mr.mapping {
+        Mapping::User(umem) => {
+            let (iova, length) = (mr.iova(), mr.length());
+            if check_range && !range_within(iova, length, range.0, range.1) {
+                return Err(MemError::Range);
+            }
+            let (addr, len) = if whole { (iova, length) } else { range };
+            if persistent && len != 0 {
+                let len = usize::try_from(len).map_err(|_| MemError::Range)?;
+                umem.wb_cache_pmem(offset_in(&mr, addr)?, len)
+                    .map_err(|_| MemError::Range)?;
+            }
+        }
+        // Remote access through a DMA region is refused by `region_of_key`.
+        Mapping::Dma => return Err(MemError::Key),
+        Mapping::Fast(fast) => {
+            let st = fast.lock();
+            if !st.valid || st.key != rkey || !allows(st.access, need) {
+                return Err(MemError::Key);
+            }
+            if check_range && !range_within(st.iova, st.length, range.0, range.1) {
+                return Err(MemError::Range);
+            }
+            let (addr, len) = if whole { (st.iova, st.length) } else { range };
+            if persistent && len != 0 {
+                let shift = st.pages.page_shift();
+                if shift > MAX_PAGE_SHIFT {
+                    return Err(MemError::Range);
+                }
+                let len = usize::try_from(len).map_err(|_| MemError::Range)?;
+                for c in page_chunks(st.iova, shift, addr, len) {
+                    st.pages
+                        .wb_cache_pmem(c.index, c.offset, c.len)
+                        .map_err(|_| MemError::Range)?;
+                }
+            }
+        }
+    }
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    Ok(())
 }
 
 /// Walks the scatter/gather list `sges` (`count` entries) from byte

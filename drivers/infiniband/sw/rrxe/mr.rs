@@ -166,6 +166,11 @@ impl RrxeMr {
             return Err(eopnotsupp());
         }
         let umem = pd.umem_get(args.start, args.length, args.access)?;
+        // As the C driver: persistence is promised only for persistent
+        // memory (a FLUSH to it writes the cache lines back).
+        if args.access & access::FLUSH_PERSISTENT != 0 && !umem.is_pmem() {
+            return Err(EINVAL);
+        }
         let (index, key) = pd.device().mr_pool.alloc_key()?;
         let access = args.access;
         let init = try_init!(Self {
@@ -314,6 +319,13 @@ impl RrxeMr {
         }
         if args.access & !access::SUPPORTED_MR != 0 || args.access & access::ON_DEMAND != 0 {
             return Err(eopnotsupp());
+        }
+        // As at registration (the C driver does not check again here: a
+        // rereg could promise persistence of ordinary memory).
+        if let Mapping::User(umem) = &mr.mapping {
+            if args.access & access::FLUSH_PERSISTENT != 0 && !umem.is_pmem() {
+                return Err(EINVAL);
+            }
         }
         mr.access.store(args.access, Relaxed);
         Ok(())

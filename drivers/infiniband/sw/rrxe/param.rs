@@ -83,10 +83,14 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 /// ATOMIC_WRITE: RC ATOMIC WRITE requests are sent and executed (IBTA Vol 1
 /// Annex A19).
 ///
+/// FLUSH_GLOBAL, FLUSH_PERSISTENT: RC FLUSH requests are sent and executed
+/// (IBTA Vol 1 Annex A19); regions may grant the FLUSH access flags (the
+/// RDMA core refuses them without these), persistence only on persistent
+/// memory.
+///
 /// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
-/// UD_AV_PORT_ENFORCE, MEM_WINDOW(_TYPE_2B) and FLUSH_GLOBAL/PERSISTENT;
-/// those are added here together with the path migration, MW and FLUSH
-/// support they describe.
+/// UD_AV_PORT_ENFORCE and MEM_WINDOW(_TYPE_2B); those are added here
+/// together with the path migration and MW support they describe.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
@@ -94,7 +98,9 @@ pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNT
     .union(DeviceCapFlags::SRQ_RESIZE)
     .union(DeviceCapFlags::MEM_MGT_EXTENSIONS)
     .union(DeviceCapFlags::RC_RNR_NAK_GEN)
-    .union(DeviceCapFlags::ATOMIC_WRITE);
+    .union(DeviceCapFlags::ATOMIC_WRITE)
+    .union(DeviceCapFlags::FLUSH_GLOBAL)
+    .union(DeviceCapFlags::FLUSH_PERSISTENT);
 
 /// Number of GID table entries of the port.
 pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;

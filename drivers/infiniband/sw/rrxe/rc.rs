@@ -55,6 +55,7 @@ use crate::{
             Bth,
             DEFAULT_PKEY, //
         },
+        feth::Feth,
         icrc::UDP_HDR_LEN,
         ieth::Ieth,
         immdt::ImmDt,
@@ -137,6 +138,12 @@ const WC_RDMA_READ: u32 = 2;
 const WC_COMP_SWAP: u32 = 3;
 /// `IB_WC_FETCH_ADD`.
 const WC_FETCH_ADD: u32 = 4;
+/// `IB_FLUSH_RANGE`: the FETH selectivity level of the RETH's range.
+const FLUSH_RANGE: u8 = 0;
+/// `IB_FLUSH_MR`: the FETH selectivity level of the whole region.
+const FLUSH_MR: u8 = 1;
+/// `IB_WC_FLUSH`.
+const WC_FLUSH: u32 = 8;
 /// `IB_WC_ATOMIC_WRITE`.
 const WC_ATOMIC_WRITE: u32 = 9;
 /// `IB_WC_RECV`.
@@ -166,8 +173,9 @@ pub(crate) struct WqeMeta {
     rd_atomic: bool,
     /// An atomic (CmpSwap, FetchAdd).
     atomic: bool,
-    /// An ATOMIC WRITE: completed by its READ response without data.
-    atomic_write: bool,
+    /// An ATOMIC WRITE or a FLUSH: completed by its READ response without
+    /// data.
+    empty_read_response: bool,
     /// A local operation (REG_MR, LOCAL_INV), executed when started; it
     /// completes once it is the oldest WQE ([`complete_local_ops`]).
     local: bool,
@@ -439,6 +447,8 @@ enum Work {
     /// One ATOMIC WRITE request carrying the 8-byte value; it is answered
     /// by a READ response without data (as rdma_rxe).
     AtomicWrite,
+    /// One FLUSH request (FETH and RETH, no payload), answered likewise.
+    Flush,
 }
 
 /// Work and completion opcode of a send WR opcode.
@@ -455,6 +465,7 @@ fn kind_of(opcode: u32) -> Option<(Work, u32)> {
         wqe::IB_WR_ATOMIC_CMP_AND_SWP => Some((Work::Atomic, WC_COMP_SWAP)),
         wqe::IB_WR_ATOMIC_FETCH_AND_ADD => Some((Work::Atomic, WC_FETCH_ADD)),
         wqe::IB_WR_ATOMIC_WRITE => Some((Work::AtomicWrite, WC_ATOMIC_WRITE)),
+        wqe::IB_WR_FLUSH => Some((Work::Flush, WC_FLUSH)),
         _ => None,
     }
 }
@@ -588,6 +599,28 @@ fn send_atomic_write_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool
     queue_request(qp, st, Opcode::RC_ATOMIC_WRITE, &ext, 1, &value)
 }
 
+/// Queues the FLUSH request of the WQE at `req.next` (IBTA Vol 1 Annex
+/// A19): the FETH with the placement type and selectivity, and a RETH for
+/// the range (librxe, like the C requester, keeps the length in
+/// `dma.length`); no payload. `false` if it could not be built.
+fn send_flush_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    let ext = ExtHeaders {
+        // The FETH fields are 4 and 2 bits wide: the rest of the user's
+        // bytes is dropped, as the C requester's `feth_init` masks them.
+        feth: Some(Feth {
+            placement_type: w.flush_type & 0xf,
+            selectivity: w.flush_level & 0x3,
+        }),
+        reth: Some(Reth {
+            va: w.remote_addr,
+            rkey: w.rkey,
+            dma_len: w.length,
+        }),
+        ..ExtHeaders::default()
+    };
+    queue_request(qp, st, Opcode::RC_FLUSH, &ext, 1, &[])
+}
+
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     send_requests(qp, st, sq_sig_all);
@@ -668,13 +701,16 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             .ok()
             .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
             .filter(|(w, (work, _))| {
-                w.length <= MAX_MSG_SIZE
+                // A FLUSH's length is a range (any 32-bit value), not a
+                // message size.
+                (w.length <= MAX_MSG_SIZE || *work == Work::Flush)
                     && !(uc
                         && matches!(
                             *work,
                             Work::Read
                                 | Work::Atomic
                                 | Work::AtomicWrite
+                                | Work::Flush
                                 | Work::Msg(MessageKind::SendWithInv)
                         ))
                     // An atomic reads and writes one aligned 8-byte word.
@@ -703,14 +739,16 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             break;
         };
         let atomic = work == Work::Atomic;
-        let atomic_write = work == Work::AtomicWrite;
-        let count = if atomic || atomic_write {
+        let empty_read_response = matches!(work, Work::AtomicWrite | Work::Flush);
+        let count = if atomic || empty_read_response {
             1
         } else {
             packet_count(w.length, pmtu)
         };
-        // An ATOMIC WRITE counts against `max_rd_atomic` like a READ.
-        let rd_atomic = atomic || atomic_write || work == Work::Read;
+        // An ATOMIC WRITE or FLUSH counts against `max_rd_atomic` like a
+        // READ (the C requester counts ATOMIC WRITE, not FLUSH; both use a
+        // responder resource).
+        let rd_atomic = atomic || empty_read_response || work == Work::Read;
         if st.req.offset == 0 {
             if sq_before(st, idx, st.req.started_end) {
                 st.req.psn = meta(st, idx).first_psn;
@@ -730,7 +768,7 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     last_psn: st.req.psn.add(count - 1),
                     rd_atomic,
                     atomic,
-                    atomic_write,
+                    empty_read_response,
                     send: matches!(
                         work,
                         Work::Msg(
@@ -762,8 +800,14 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
             continue;
         }
-        if atomic_write {
+        if work == Work::AtomicWrite {
             if !send_atomic_write_request(qp, st, &w) {
+                break;
+            }
+            continue;
+        }
+        if work == Work::Flush {
+            if !send_flush_request(qp, st, &w) {
                 break;
             }
             continue;
@@ -1027,8 +1071,8 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     retire(qp, st, psn.sub(1));
     let idx = st.sq.consumer();
     let m = meta(st, idx);
-    if m.atomic_write && sq_before(st, idx, st.req.started_end) {
-        return on_atomic_write_response(qp, st, pkt, m, sq_sig_all);
+    if m.empty_read_response && sq_before(st, idx, st.req.started_end) {
+        return on_empty_read_response(qp, st, pkt, m, sq_sig_all);
     }
     if !sq_before(st, idx, st.req.started_end)
         || !m.rd_atomic
@@ -1056,9 +1100,9 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
 }
 
 /// Completer: the READ response that answers the oldest WQE `m`, an ATOMIC
-/// WRITE: one RDMA READ RESPONSE ONLY at the request's PSN, with an AETH
-/// and no data.
-fn on_atomic_write_response(
+/// WRITE or a FLUSH: one RDMA READ RESPONSE ONLY at the request's PSN, with
+/// an AETH and no data.
+fn on_empty_read_response(
     qp: &Qp<Rrxe>,
     st: &mut State,
     pkt: &Packet<'_>,
@@ -1208,9 +1252,9 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, orig: u64) {
     queue_ack(qp, st, ack(), psn, Some(AtomicAckEth { orig }));
 }
 
-/// Queues the answer to the ATOMIC WRITE at `psn`: as rdma_rxe, an RDMA
-/// READ RESPONSE ONLY with an ACK AETH and no data.
-fn send_atomic_write_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn) {
+/// Queues the answer to the ATOMIC WRITE or FLUSH at `psn`: as rdma_rxe, an
+/// RDMA READ RESPONSE ONLY with an ACK AETH and no data.
+fn send_empty_read_response(qp: &Qp<Rrxe>, st: &mut State, psn: Psn) {
     queue_ack_as(qp, st, Opcode::RC_RDMA_READ_RESPONSE_ONLY, ack(), psn, None);
 }
 
@@ -1737,11 +1781,12 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 }
                 return;
             }
-            if info.operation == Operation::AtomicWrite {
+            if matches!(info.operation, Operation::AtomicWrite | Operation::Flush) {
                 // Likewise an ATOMIC WRITE is not stored twice: answered
-                // again while it is remembered, dropped after.
+                // again while it is remembered, dropped after (a FLUSH,
+                // as in the C driver's replay).
                 if st.resp.atomics.find(psn).is_some() {
-                    send_atomic_write_ack(qp, st, psn);
+                    send_empty_read_response(qp, st, psn);
                 }
                 return;
             }
@@ -1976,7 +2021,42 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             st.resp.atomics.record(psn, 0);
             st.resp.epsn = psn.next();
             st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
-            send_atomic_write_ack(qp, st, psn);
+            send_empty_read_response(qp, st, psn);
+            return;
+        }
+        Operation::Flush => {
+            let (Some(feth), Some(reth)) = (pkt.ext().feth, pkt.ext().reth) else {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            };
+            // As the C driver: the QP must grant the FLUSH access of each
+            // placement type asked (else an invalid request), the key the
+            // same and, for the range selectivity, the range (else an
+            // access error). As there, only the region selectivity skips
+            // the range check, and any but the range one flushes the region.
+            let need = mem::flush_access(feth.placement_type);
+            if qp_access & need != need {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            }
+            let range = (reth.va, u64::from(reth.dma_len));
+            let sel = feth.selectivity;
+            let (whole, check) = (sel != FLUSH_RANGE, sel != FLUSH_MR);
+            if mem::flush(
+                dev,
+                pd_id,
+                reth.rkey,
+                feth.placement_type,
+                range,
+                whole,
+                check,
+            )
+            .is_err()
+            {
+                return access_violation(qp, st, info.has_immediate(), psn);
+            }
+            st.resp.atomics.record(psn, 0);
+            st.resp.epsn = psn.next();
+            st.resp.msn = (st.resp.msn + 1) & crate::proto::aeth::MSN_MASK;
+            send_empty_read_response(qp, st, psn);
             return;
         }
         _ => {
@@ -2070,7 +2150,7 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
         last_psn: st.req.psn.sub(1),
         rd_atomic: false,
         atomic: false,
-        atomic_write: false,
+        empty_read_response: false,
         local: true,
         failed: result.is_err(),
         send: false,
