@@ -168,17 +168,9 @@ done
 # What rrxe does not do yet, as `TEST-ID REASON`: tests the C driver passes
 # that may skip or fail on rrxe.  Any other test the C driver passes must
 # pass on rrxe, and a listed test that passes fails the check too, so that
-# the list shrinks with the features.  Skips come from EOPNOTSUPP (memory
-# windows: no alloc_mw; ODP: the tests skip themselves, as the device
-# reports no odp_caps).
+# the list shrinks with the features.  The ODP tests skip themselves, as
+# the device reports no odp_caps.
 KNOWN=$(cat <<'LIST'
-tests.test_mr.MWTest.test_invalidate_mw_type1 memory-windows
-tests.test_mr.MWTest.test_mw_type1 memory-windows
-tests.test_mr.MWTest.test_mw_type2 memory-windows
-tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc memory-windows
-tests.test_mr.MWTest.test_mw_type2_invalidate_local memory-windows
-tests.test_mr.MWTest.test_mw_type2_invalidate_remote memory-windows
-tests.test_mr.MWTest.test_reg_mw_wrong_type memory-windows
 tests.test_odp.OdpTestCase.test_odp_rc_atomic_cmp_and_swp odp
 tests.test_odp.OdpTestCase.test_odp_rc_atomic_fetch_and_add odp
 tests.test_odp.OdpTestCase.test_odp_rc_mixed_mr odp
@@ -186,7 +178,6 @@ tests.test_odp.OdpTestCase.test_odp_rc_rdma_read odp
 tests.test_odp.OdpTestCase.test_odp_rc_rdma_write odp
 tests.test_odp.OdpTestCase.test_odp_rc_traffic odp
 tests.test_odp.OdpTestCase.test_odp_ud_traffic odp
-tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw memory-windows
 LIST
 )
 

@@ -48,6 +48,12 @@
 #                 responder; a QP without FLUSH_GLOBAL: REM_INV_REQ_ERR;
 #                 the WRITE's data in place in every case
 #   flush-persistent-mr  MR with FLUSH_PERSISTENT on ordinary memory: EINVAL
+#   mw-*          a type 2 memory window VM 1 binds (BIND_MW, IBV_WC_BIND_MW)
+#                 to 4 KiB inside a 16 KiB MR: a WRITE and a READ through it,
+#                 byte for byte; (rrxe only) a WRITE outside the window but
+#                 inside the MR: REM_ACCESS_ERR; a read-only window: the READ
+#                 works, a WRITE gets REM_ACCESS_ERR; dereg of an MR with a
+#                 window bound: EINVAL until the window is deallocated
 #   atomic-replay 100 FetchAdds while 20% of the responder's packets are
 #                 lost (netem): every original value is the one before it
 #                 plus one and the word ends exactly 100 higher, so no
@@ -83,7 +89,7 @@ import json, os, random, select, socket, sys, time, traceback
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBindInfo
 from pyverbs.qp import QP, QPEx, QPCap, QPInitAttr, QPInitAttrEx, QPAttr
 from pyverbs.addr import AHAttr, GlobalRoute, GID
 from pyverbs.wr import SendWR, RecvWR, SGE
@@ -846,6 +852,104 @@ def case_flush_persistent_mr(ctl, name):
             result(f"{name}-global-accepted", False, f"{type(ex).__name__}: {ex}")
         pd.close()
 
+MW_MR_SIZE, MW_OFF, MW_LEN = 16384, 4096, 4096
+
+def bind_type2(end, access, wr_id=9, off=MW_OFF, length=MW_LEN):
+    """Binds a new type 2 window of END's PD to [off, off + length) of its
+    MR with ACCESS (a BIND_MW work request, IBV_WC_BIND_MW); returns the
+    window and its R_Key."""
+    mw = MW(end.pd, e.IBV_MW_TYPE_2)
+    wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_BIND_MW, send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_bind_wr(mw, MWBindInfo(end.mr, end.mr.buf + off, length, access))
+    end.qp.post_send(wr)
+    got = [(wc.wr_id, int(wc.status), int(wc.opcode)) for wc in end.poll(1, 10)]
+    return mw, wr.rkey, got
+
+def case_mw(ctl, name, how):
+    """Remote access through a type 2 memory window that VM 1's QP binds to
+    [4 KiB, 8 KiB) of a 16 KiB MR (IBTA Vol 1 §10.6.7). HOW: "window" (a
+    WRITE inside the window, then a READ of it back), "outside" (a WRITE
+    inside the MR but before the window: an access error; rrxe only, as
+    rdma_rxe checks only the MR's range), "read-only" (a window granting
+    REMOTE_READ: the READ works, a WRITE is an access error)."""
+    end = End(mr_size=MW_MR_SIZE, mr_access=RW | e.IBV_ACCESS_MW_BIND, fill=0x31)
+    access = e.IBV_ACCESS_REMOTE_READ if how == "read-only" else \
+        e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_LOCAL_WRITE
+    fails = how in ("outside", "read-only")
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()), access=RW | e.IBV_ACCESS_REMOTE_READ)
+        mw, rkey, got = bind_type2(end, access)
+        expect(f"{name}-bind", got, [(9, e.IBV_WC_SUCCESS, e.IBV_WC_BIND_MW)])
+        ctl.send({"mw_rkey": rkey, "mw_addr": end.mr.buf + MW_OFF})
+        ctl.sync("connected")
+        ctl.sync("done")
+        want = bytearray(pattern(0x31, MW_MR_SIZE))
+        if how == "window":
+            want[MW_OFF + 512:MW_OFF + 1536] = pattern(0x77, 1024)
+        data = end.mr.read(MW_MR_SIZE, 0)
+        bad = [j for j in range(MW_MR_SIZE) if data[j] != want[j]]
+        result(f"{name}-memory", not bad, "as expected byte for byte" if not bad
+               else f"{len(bad)} bytes differ, first at {bad[0]}")
+        expect(f"{name}-responder-state", end.state_after("ERR" if fails else "RTS"),
+               "ERR" if fails else "RTS")
+        mw.close()
+    else:
+        r = ctl.xchg(end.info())
+        end.connect(r, access=RW | e.IBV_ACCESS_REMOTE_READ)
+        m = ctl.recv()
+        ctl.sync("connected")
+        rkey, win = m["mw_rkey"], m["mw_addr"]
+        end.mr.write(pattern(0x77, 1024), 1024, 0)
+        if how == "window":
+            end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=1024, rkey=rkey, raddr=win + 512)
+            end.post_send(2, opcode=e.IBV_WR_RDMA_READ, off=4096, length=2048, rkey=rkey, raddr=win)
+            expect(f"{name}-wc", statuses(end.poll(2, 30), opcode=True),
+                   [(1, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE), (2, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_READ)])
+            want = pattern(0x31, MW_MR_SIZE)[MW_OFF:MW_OFF + 512] + pattern(0x77, 1024) + \
+                pattern(0x31, MW_MR_SIZE)[MW_OFF + 1536:MW_OFF + 2048]
+            ok = end.mr.read(2048, 4096) == want
+            result(f"{name}-read-back", ok, "the READ through the window returned the WRITE's bytes"
+                   if ok else "differ")
+        elif how == "outside":
+            end.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=64, rkey=rkey, raddr=win - 4096)
+            expect(f"{name}-wc", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_ACCESS_ERR)])
+        else:
+            end.post_send(1, opcode=e.IBV_WR_RDMA_READ, off=4096, length=1024, rkey=rkey, raddr=win)
+            end.post_send(2, opcode=e.IBV_WR_RDMA_WRITE, length=64, rkey=rkey, raddr=win)
+            expect(f"{name}-wc", statuses(end.poll(2, 30)),
+                   [(1, e.IBV_WC_SUCCESS), (2, e.IBV_WC_REM_ACCESS_ERR)])
+            ok = end.mr.read(1024, 4096) == pattern(0x31, MW_MR_SIZE)[MW_OFF:MW_OFF + 1024]
+            result(f"{name}-read", ok, "the window's bytes" if ok else "differ")
+        expect(f"{name}-state", end.state_after("ERR" if fails else "RTS"), "ERR" if fails else "RTS")
+        ctl.sync("done")
+    end.close()
+
+def case_mw_dereg_bound(ctl, name):
+    """An MR with a window bound to it is not deregistered (EINVAL, as
+    rdma_rxe); once the window is deallocated it is."""
+    end = End(mr_size=MW_MR_SIZE, mr_access=RW | e.IBV_ACCESS_MW_BIND)
+    end.connect(ctl.xchg(end.info()))
+    mr = MR(end.pd, 8192, RW | e.IBV_ACCESS_MW_BIND)
+    mw = MW(end.pd, e.IBV_MW_TYPE_2)
+    wr = SendWR(wr_id=9, opcode=e.IBV_WR_BIND_MW, send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_bind_wr(mw, MWBindInfo(mr, mr.buf, 4096, e.IBV_ACCESS_REMOTE_WRITE))
+    end.qp.post_send(wr)
+    expect(f"{name}-bind", statuses(end.poll(1, 10)), [(9, e.IBV_WC_SUCCESS)])
+    try:
+        mr.close()
+        result(f"{name}-refused", False, "deregistered with a window bound")
+    except Exception as ex:
+        err = getattr(ex, "error_code", None)
+        result(f"{name}-refused", err == 22, f"{type(ex).__name__}: {ex} (error_code {err})")
+        mw.close()
+        try:
+            mr.close()
+            result(f"{name}-after-dealloc", True, "deregistered")
+        except Exception as ex2:
+            result(f"{name}-after-dealloc", False, f"{type(ex2).__name__}: {ex2}")
+    ctl.sync("done")
+    end.close()
+
 REPLAY_OPS = 100
 REPLAY_START = 0x7000000000000000
 
@@ -926,11 +1030,16 @@ def case_access_imm(ctl, name, length=64):
 
 SQD_WRITE = 1 << 20
 
-def to_sqd(end):
+def to_sqd(end, notify=True):
+    """RTS->SQD asks for the event (EN_SQD_ASYNC_NOTIFY); SQD->SQD may not
+    name it (ib_modify_qp_is_ok: EINVAL), it moves with the state alone."""
     a = QPAttr()
     a.qp_state = e.IBV_QPS_SQD
-    a.en_sqd_async_notify = 1
-    end.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_EN_SQD_ASYNC_NOTIFY)
+    mask = e.IBV_QP_STATE
+    if notify:
+        a.en_sqd_async_notify = 1
+        mask |= e.IBV_QP_EN_SQD_ASYNC_NOTIFY
+    end.qp.modify(a, mask)
 
 def to_rts(end):
     a = QPAttr()
@@ -1043,7 +1152,7 @@ def case_sqd_idle(ctl, name):
         events(0)
         to_sqd(end)
         expect(f"{name}-drained-at-once", events(10, until="SQ_DRAINED"), ["SQ_DRAINED"])
-        to_sqd(end)
+        to_sqd(end, notify=False)
         expect(f"{name}-sqd-to-sqd-drained", events(10, until="SQ_DRAINED"), ["SQ_DRAINED"])
         expect(f"{name}-state", end.state(), "SQD")
         to_rts(end)
@@ -1120,6 +1229,10 @@ CASES = [
     ("flush-persistent-on-global-mr", lambda c, n: case_flush(c, n, "persistent")),
     ("flush-no-qp-access", lambda c, n: case_flush(c, n, "no-qp-access")),
     ("flush-persistent-mr", case_flush_persistent_mr),
+    ("mw-window", lambda c, n: case_mw(c, n, "window")),
+    ("mw-outside-window", lambda c, n: case_mw(c, n, "outside")),
+    ("mw-read-only", lambda c, n: case_mw(c, n, "read-only")),
+    ("mw-dereg-bound", case_mw_dereg_bound),
     ("sqd", case_sqd),
     ("sqd-idle", case_sqd_idle),
     ("sqd-rnr", case_sqd_rnr),
@@ -1127,7 +1240,9 @@ CASES = [
 
 # Cases the C driver cannot pass, with the reason (both VMs run one driver
 # in this suite's runs).
-RRXE_ONLY = {"sqd-rnr": "measured on 7.2.12: rdma_rxe reports SQ_DRAINED at once while the SEND "
+RRXE_ONLY = {"mw-outside-window": "rdma_rxe checks a window's R_Key against the MR's range, "
+                                 "not the window's (check_rkey after rxe_lookup_mw)",
+             "sqd-rnr": "measured on 7.2.12: rdma_rxe reports SQ_DRAINED at once while the SEND "
                         "waits, and never sends it again (req_retry() marks it unstarted)"}
 
 def main():

@@ -57,6 +57,7 @@ use crate::{
             SgList,
             UserMrArgs, //
         },
+        mw::Mw,
         pd::Pd,
         port::{
             LinkLayer,
@@ -145,6 +146,9 @@ pub trait Driver: Sized + 'static {
 
     /// Per-address-handle state, stored in the `struct ib_ah` allocation.
     type AhData: Send + Sync;
+
+    /// Per-memory-window state, stored in the `struct ib_mw` allocation.
+    type MwData: Send + Sync;
 
     /// The driver id user space matches its provider on.
     const DRIVER_ID: DriverId;
@@ -262,6 +266,13 @@ pub trait Driver: Sized + 'static {
         args: &UserMrArgs,
         udata: Option<&Udata>,
     ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)>;
+
+    /// Refuses the deregistration of `mr` while it is still published (and
+    /// in use), or marks it as going: called first, before anything is
+    /// undone, so that a refusal leaves the region untouched.
+    fn begin_dereg_mr(_mr: &Mr<Self>) -> Result {
+        Ok(())
+    }
 
     /// Checks that `mr` may be deregistered and releases its key index; it
     /// is freed afterwards.
@@ -423,6 +434,34 @@ pub trait Driver: Sized + 'static {
     /// May be called in atomic context: must not sleep.
     fn destroy_ah(ah: &Ah<Self>) -> Result;
 
+    /// Creates the state of a new memory window of type `ty`
+    /// ([`crate::rdma::mw::TYPE_1`] or [`crate::rdma::mw::TYPE_2`]) in the
+    /// PD `pd_id`, and returns it with the window's initial R_Key, whose
+    /// index part ([`Device::lookup_mw`]) must stay the same for its life.
+    /// The initialiser must not fail once resources are taken: on its error
+    /// [`Driver::dealloc_mw`] is not called.
+    #[expect(
+        unreachable_code,
+        reason = "the default only names a concrete initialiser type"
+    )]
+    fn alloc_mw(
+        _dev: &Device<Self>,
+        _ty: u32,
+        _pd_id: usize,
+        _udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<Self::MwData, Error>, u32)> {
+        // As in `alloc_mr`.
+        Err::<(Result<Self::MwData>, u32), _>(build_error!(VTABLE_DEFAULT_ERROR))
+    }
+
+    /// Releases what the window holds (its index); its state is dropped
+    /// afterwards. Called in process context once the window is unpublished
+    /// ([`Device::lookup_mw`] no longer finds it) and every reference taken
+    /// by a lookup is gone.
+    fn dealloc_mw(_mw: &Mw<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Returns the descriptions of the hardware counters of port `port`.
     ///
     /// The RDMA core reads their values with [`Driver::get_hw_stats`].
@@ -460,6 +499,8 @@ pub struct Device<T: Driver> {
     pub(crate) mrs: Table<Mr<T>>,
     /// Published address handles by AH number.
     pub(crate) ahs: Table<Ah<T>>,
+    /// Published memory windows by R_Key index (`rkey >> 8`).
+    pub(crate) mws: Table<Mw<T>>,
     /// Link in the driver's [`Devices`] list.
     owned: Opaque<bindings::llist_node>,
     /// Whether `dealloc_driver` has dropped the data.
@@ -565,6 +606,13 @@ impl<T: Driver> Device<T> {
     /// atomic context busy-waits for it.
     pub fn lookup_ah(&self, ah_num: u32) -> Option<ARef<Ah<T>>> {
         self.ahs.get(ah_num)
+    }
+
+    /// The memory window whose R_Key has index `index` (`rkey >> 8`; the
+    /// low byte is the key the caller compares), with a reference, unless
+    /// there is none or its deallocation has begun. Any context.
+    pub fn lookup_mw(&self, index: u32) -> Option<ARef<Mw<T>>> {
+        self.mws.get(index)
     }
 
     /// The GID at `index` of port `port` in the RDMA core's GID table
@@ -710,6 +758,8 @@ impl<T: Driver> UnregisteredDevice<T> {
         let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).mrs) };
         // SAFETY: As above.
         let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).ahs) };
+        // SAFETY: As above.
+        let Ok(()) = unsafe { Table::new().__pinned_init(&raw mut (*dev.as_ptr()).mws) };
         // SAFETY: Both fields are uninitialised memory inside the allocation; neither needs
         // dropping.
         unsafe {
@@ -1189,6 +1239,17 @@ impl<T: Driver> OpsTable<T> {
         query_ah: Some(Ah::<T>::query_callback),
         destroy_ah: Some(Ah::<T>::destroy_callback),
         size_ib_ah: Ah::<T>::SIZE,
+        alloc_mw: if T::HAS_ALLOC_MW {
+            Some(Mw::<T>::alloc_callback)
+        } else {
+            None
+        },
+        dealloc_mw: if T::HAS_ALLOC_MW {
+            Some(Mw::<T>::dealloc_callback)
+        } else {
+            None
+        },
+        size_ib_mw: Mw::<T>::SIZE,
         mmap: Some(queue::mmap_callback),
         mmap_free: Some(queue::mmap_free_callback),
         size_ib_cq: Cq::<T>::SIZE,
@@ -1416,12 +1477,13 @@ impl<T: Driver> OpsTable<T> {
         // SAFETY: By the callback contract of `OpsTable`; this is the last op, called once, and
         // nothing reads the data afterwards.
         unsafe { ptr::drop_in_place(&raw mut (*dev).data) };
-        // SAFETY: Every QP, MR and AH was destroyed before (the RDMA core destroys all objects
+        // SAFETY: Every QP, MR, AH and MW was destroyed before (the RDMA core destroys all objects
         // before `dealloc_driver`), so the tables are empty and unused.
         unsafe {
             (*dev).qps.destroy();
             (*dev).mrs.destroy();
             (*dev).ahs.destroy();
+            (*dev).mws.destroy();
         }
         // SAFETY: `released` is valid until the memory is freed, which happens after this call.
         unsafe { (*dev).released.store(true, Release) };

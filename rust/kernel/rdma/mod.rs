@@ -24,6 +24,7 @@ pub mod link;
 pub mod lock;
 pub mod mad;
 pub mod mr;
+pub mod mw;
 pub mod pd;
 pub mod port;
 pub mod qp;

@@ -681,6 +681,8 @@ impl<T: Driver> Mr<T> {
             let this = mr.cast::<Self>();
             // SAFETY: Valid by the safety requirements.
             let m = unsafe { &*this };
+            // A refusal comes first, while the region is still published and usable.
+            T::begin_dereg_mr(m)?;
             // Order: no new lookups, then the driver (which may refuse and frees the index),
             // then wait for references held elsewhere, then free.
             m.device().mrs.remove(m.index, this);

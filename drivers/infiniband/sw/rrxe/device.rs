@@ -52,6 +52,12 @@ pub(crate) struct RrxeDev {
     /// Address handle numbers.
     #[pin]
     pub(crate) ah_pool: IndexPool,
+    /// Indices of memory window R_Keys (after the MR range, as in rxe).
+    #[pin]
+    pub(crate) mw_pool: IndexPool,
+    /// Source of [`super::qp::RrxeQp::uid`], which no two QPs of the
+    /// device's life share (a type 2 window is bound to one QP).
+    pub(crate) next_qp_uid: Atomic<u64>,
     /// Whether the GSI QP (QP1) exists: one per port.
     pub(crate) gsi_created: Atomic<bool>,
     /// Source of the GUIDs and of `query_gid`: the net device's MAC, or a
@@ -112,6 +118,8 @@ impl RrxeDev {
             qp_pool <- IndexPool::new(param::MIN_QP_INDEX as u32, param::MAX_QP_INDEX as u32),
             srq_pool <- IndexPool::new(param::MIN_SRQ_INDEX as u32, param::MAX_SRQ_INDEX as u32),
             ah_pool <- IndexPool::new(param::MIN_AH_INDEX, param::MAX_AH_INDEX),
+            mw_pool <- IndexPool::new(param::MIN_MW_INDEX, param::MAX_MW_INDEX),
+            next_qp_uid: Atomic::new(1),
             gsi_created: Atomic::new(false),
             raw_gid,
             attr: param::device_attr(guid),

@@ -62,6 +62,10 @@ use super::{
         FastState,
         Mapping, //
     },
+    mw::{
+        is_mw_key,
+        RrxeMw, //
+    },
     verbs::Rrxe, //
 };
 
@@ -96,8 +100,18 @@ pub(crate) enum Need {
     Flush(i32),
 }
 
+/// Through which kind of key memory is accessed.
+#[derive(Clone, Copy)]
+pub(crate) enum Via {
+    /// An lkey of the QP's own work request.
+    Lkey,
+    /// An R_Key a peer sent to the responder of the QP with this
+    /// [`super::qp::RrxeQp::uid`] (a type 2 window answers only its QP).
+    Rkey(u64),
+}
+
 /// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
-fn allows(flags: i32, need: Need) -> bool {
+pub(crate) fn allows(flags: i32, need: Need) -> bool {
     match need {
         Need::LocalRead => true,
         Need::LocalWrite => flags & access::LOCAL_WRITE != 0,
@@ -113,19 +127,31 @@ fn allows(flags: i32, need: Need) -> bool {
 /// For a fast-register region only the PD is checked here: the rest
 /// depends on its registration, which [`fast_access`] checks under its
 /// lock.
+///
+/// An R_Key in the window range is looked up as a memory window
+/// ([`RrxeMw::lookup`]), whose region (a user region) must hold the range
+/// too.
 fn region(
     dev: &Device<Rrxe>,
     pd_id: usize,
     key: u32,
-    remote: bool,
+    via: Via,
     need: Need,
     addr: u64,
     len: usize,
 ) -> Result<ARef<Mr<Rrxe>>, MemError> {
-    let mr = region_of_key(dev, pd_id, key, remote, need)?;
+    // CAST: lengths of one message fit in u64.
+    let len64 = len as u64;
+    let mr = match via {
+        Via::Rkey(qp_uid) if is_mw_key(key) => {
+            RrxeMw::lookup(dev, pd_id, qp_uid, key, need, Some((addr, len64)))?.mr
+        }
+        Via::Rkey(_) => region_of_key(dev, pd_id, key, true, need)?,
+        Via::Lkey => region_of_key(dev, pd_id, key, false, need)?,
+    };
     if let Mapping::User(_) = mr.mapping {
         // CAST: lengths of one message fit in u64.
-        if !range_within(mr.iova(), mr.length(), addr, len as u64) {
+        if !range_within(mr.iova(), mr.length(), addr, len64) {
             return Err(MemError::Range);
         }
     }
@@ -197,12 +223,21 @@ fn fast_access(
 pub(crate) fn check_remote(
     dev: &Device<Rrxe>,
     pd_id: usize,
+    qp_uid: u64,
     rkey: u32,
     need: Need,
     addr: u64,
     len: u32,
 ) -> Result<(), MemError> {
-    let mr = region(dev, pd_id, rkey, true, need, addr, len as usize)?;
+    let mr = region(
+        dev,
+        pd_id,
+        rkey,
+        Via::Rkey(qp_uid),
+        need,
+        addr,
+        len as usize,
+    )?;
     if let Mapping::Fast(fast) = &mr.mapping {
         // The pages must exist too: a registration wider than its mapping
         // fails here rather than halfway through the data.
@@ -227,7 +262,7 @@ pub(crate) fn write(
     dev: &Device<Rrxe>,
     pd_id: usize,
     key: u32,
-    remote: bool,
+    via: Via,
     need: Need,
     addr: u64,
     src: &[u8],
@@ -235,7 +270,7 @@ pub(crate) fn write(
     if src.is_empty() {
         return Ok(());
     }
-    let mr = region(dev, pd_id, key, remote, need, addr, src.len())?;
+    let mr = region(dev, pd_id, key, via, need, addr, src.len())?;
     match &mr.mapping {
         Mapping::User(umem) => umem
             .copy_to(offset_in(&mr, addr)?, src)
@@ -253,7 +288,7 @@ pub(crate) fn read(
     dev: &Device<Rrxe>,
     pd_id: usize,
     key: u32,
-    remote: bool,
+    via: Via,
     need: Need,
     addr: u64,
     dst: &mut [u8],
@@ -261,7 +296,7 @@ pub(crate) fn read(
     if dst.is_empty() {
         return Ok(());
     }
-    let mr = region(dev, pd_id, key, remote, need, addr, dst.len())?;
+    let mr = region(dev, pd_id, key, via, need, addr, dst.len())?;
     match &mr.mapping {
         Mapping::User(umem) => umem
             .copy_from(offset_in(&mr, addr)?, dst)
@@ -282,11 +317,12 @@ pub(crate) fn read(
 fn check_word_aligned(
     dev: &Device<Rrxe>,
     pd_id: usize,
+    qp_uid: u64,
     rkey: u32,
     need: Need,
     addr: u64,
 ) -> Result<(), MemError> {
-    let mr = region(dev, pd_id, rkey, true, need, addr, 8)?;
+    let mr = region(dev, pd_id, rkey, Via::Rkey(qp_uid), need, addr, 8)?;
     let aligned = match &mr.mapping {
         // CAST: a page offset fits in u64.
         Mapping::User(umem) => user_word_aligned(mr.iova(), umem.offset() as u64, addr),
@@ -307,21 +343,23 @@ fn check_word_aligned(
 pub(crate) fn atomic(
     dev: &Device<Rrxe>,
     pd_id: usize,
+    qp_uid: u64,
     rkey: u32,
     addr: u64,
     op: impl FnOnce(u64) -> Option<u64>,
 ) -> Result<u64, MemError> {
-    check_word_aligned(dev, pd_id, rkey, Need::RemoteAtomic, addr)?;
+    check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteAtomic, addr)?;
     let mut word = [0u8; 8];
+    let via = Via::Rkey(qp_uid);
     let _guard = dev.atomic_ops.lock();
-    read(dev, pd_id, rkey, true, Need::RemoteAtomic, addr, &mut word)?;
+    read(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, &mut word)?;
     let orig = u64::from_ne_bytes(word);
     if let Some(new) = op(orig) {
         write(
             dev,
             pd_id,
             rkey,
-            true,
+            via,
             Need::RemoteAtomic,
             addr,
             &new.to_ne_bytes(),
@@ -337,13 +375,15 @@ pub(crate) fn atomic(
 pub(crate) fn atomic_write(
     dev: &Device<Rrxe>,
     pd_id: usize,
+    qp_uid: u64,
     rkey: u32,
     addr: u64,
     value: [u8; 8],
 ) -> Result<(), MemError> {
-    check_word_aligned(dev, pd_id, rkey, Need::RemoteWrite, addr)?;
+    check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteWrite, addr)?;
     let _guard = dev.atomic_ops.lock();
-    write(dev, pd_id, rkey, true, Need::RemoteWrite, addr, &value)
+    let via = Via::Rkey(qp_uid);
+    write(dev, pd_id, rkey, via, Need::RemoteWrite, addr, &value)
 }
 
 /// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
@@ -364,15 +404,20 @@ pub(crate) fn flush_access(placement: u8) -> i32 {
     bits
 }
 
-/// Executes a FLUSH (IBTA Vol 1 Annex A19) through `rkey`: the region must
-/// grant the FLUSH access of each placement type asked and, unless the
-/// selectivity is the whole region (`whole`), hold `range`; then the whole
-/// region (`whole`) or the range is flushed (as the C driver: a reserved
-/// selectivity is range-checked and flushes the region). What earlier
-/// requests placed is made globally visible (every copy into registered
-/// memory is done by the time the FLUSH is executed; the fence orders it
-/// before the response) and, for persistence, written back from the CPU
-/// caches.
+/// `IB_FLUSH_RANGE`: the FETH selectivity level of the RETH's range.
+const FLUSH_RANGE: u8 = 0;
+/// `IB_FLUSH_MR`: the FETH selectivity level of the whole region.
+const FLUSH_MR: u8 = 1;
+
+/// Executes a FLUSH (IBTA Vol 1 Annex A19) through `rkey` at the responder
+/// of the QP `qp_uid`: the region (or window) must grant the FLUSH access
+/// of each placement type asked and, unless the selectivity is the whole
+/// region, hold `range`; then the whole region (the whole window) or the
+/// range is flushed (as the C driver: a reserved selectivity is
+/// range-checked and flushes the region). What earlier requests placed is
+/// made globally visible (every copy into registered memory is done by the
+/// time the FLUSH is executed; the fence orders it before the response)
+/// and, for persistence, written back from the CPU caches.
 ///
 /// The write-back runs in the responder, with interrupts off, for as much
 /// as the request names (the C driver's does the same in its task); it only
@@ -382,22 +427,33 @@ pub(crate) fn flush_access(placement: u8) -> i32 {
 pub(crate) fn flush(
     dev: &Device<Rrxe>,
     pd_id: usize,
+    qp_uid: u64,
     rkey: u32,
     placement: u8,
+    selectivity: u8,
     range: (u64, u64),
-    whole: bool,
-    check_range: bool,
 ) -> Result<(), MemError> {
     let need = Need::Flush(flush_access(placement));
     let persistent = placement & FLUSH_PERSISTENT_TYPE != 0;
-    let mr = region_of_key(dev, pd_id, rkey, true, need)?;
+    let (whole, check_range) = (selectivity != FLUSH_RANGE, selectivity != FLUSH_MR);
+    let (mr, window) = if is_mw_key(rkey) {
+        let asked = check_range.then_some(range);
+        let w = RrxeMw::lookup(dev, pd_id, qp_uid, rkey, need, asked)?;
+        (w.mr, Some((w.addr, w.length)))
+    } else {
+        (region_of_key(dev, pd_id, rkey, true, need)?, None)
+    };
     match &mr.mapping {
         Mapping::User(umem) => {
             let (iova, length) = (mr.iova(), mr.length());
             if check_range && !range_within(iova, length, range.0, range.1) {
                 return Err(MemError::Range);
             }
-            let (addr, len) = if whole { (iova, length) } else { range };
+            let (addr, len) = if whole {
+                window.unwrap_or((iova, length))
+            } else {
+                range
+            };
             if persistent && len != 0 {
                 let len = usize::try_from(len).map_err(|_| MemError::Range)?;
                 umem.wb_cache_pmem(offset_in(&mr, addr)?, len)
@@ -499,7 +555,15 @@ pub(crate) fn gather(
         |sge, off, at, n| {
             let chunk = dst.get_mut(at..at + n).ok_or(MemError::Length)?;
             let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            read(dev, pd_id, sge.lkey, false, Need::LocalRead, addr, chunk)
+            read(
+                dev,
+                pd_id,
+                sge.lkey,
+                Via::Lkey,
+                Need::LocalRead,
+                addr,
+                chunk,
+            )
         },
     )
 }
@@ -547,7 +611,15 @@ fn scatter_into(
         |sge, off, at, n| {
             let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
             let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            write(dev, pd_id, sge.lkey, false, Need::LocalWrite, addr, chunk)
+            write(
+                dev,
+                pd_id,
+                sge.lkey,
+                Via::Lkey,
+                Need::LocalWrite,
+                addr,
+                chunk,
+            )
         },
     )
 }

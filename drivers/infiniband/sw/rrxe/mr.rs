@@ -129,7 +129,14 @@ pub(crate) struct RrxeMr {
     access: Atomic<i32>,
     /// What the region maps.
     pub(crate) mapping: Mapping,
+    /// Memory windows bound to the region, and [`MR_DEREGISTERED`] once its
+    /// deregistration began: no window binds to it after that, and it is
+    /// not deregistered while one is bound (`EINVAL`, as rxe's `num_mw`).
+    mw_binds: Atomic<u32>,
 }
+
+/// [`RrxeMr::mw_binds`] bit: the region is being deregistered.
+const MR_DEREGISTERED: u32 = 1 << 31;
 
 fn keys(index: u32, key: u8, iova: u64, length: u64) -> MrKeys {
     let k = make_key(index, key);
@@ -149,6 +156,7 @@ impl RrxeMr {
             index,
             access: Atomic::new(access),
             mapping: Mapping::Dma,
+            mw_binds: Atomic::new(0),
         });
         Ok((init, keys(index, key, 0, 0)))
     }
@@ -177,6 +185,7 @@ impl RrxeMr {
             index,
             access: Atomic::new(access),
             mapping: Mapping::User(umem),
+            mw_binds: Atomic::new(0),
         });
         Ok((init, keys(index, key, args.iova, args.length)))
     }
@@ -218,6 +227,7 @@ impl RrxeMr {
             index,
             access: Atomic::new(access::REMOTE),
             mapping: Mapping::Fast(fast),
+            mw_binds: Atomic::new(0),
         });
         Ok((init, keys(index, key, 0, 0)))
     }
@@ -331,10 +341,40 @@ impl RrxeMr {
         Ok(())
     }
 
-    /// Deregistration: frees the index (the umem is released when the state
-    /// is dropped).
+    /// The start of a deregistration, while the region is still usable:
+    /// refused while memory windows are bound to it (`EINVAL`, as rxe),
+    /// else no window binds to it any more.
+    pub(crate) fn begin_dereg(mr: &Mr<Rrxe>) -> Result {
+        match mr.mw_binds.cmpxchg(0, MR_DEREGISTERED, Relaxed) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(EINVAL),
+        }
+    }
+
+    /// Deregistration: frees the index (the umem is released when the
+    /// state is dropped).
     pub(crate) fn dereg(mr: &Mr<Rrxe>) -> Result {
         mr.device().mr_pool.free(mr.index);
         Ok(())
+    }
+
+    /// Counts a memory window bound to the region; `false` once its
+    /// deregistration began.
+    pub(crate) fn bind_mw(&self) -> bool {
+        let mut cur = self.mw_binds.load(Relaxed);
+        loop {
+            if cur & MR_DEREGISTERED != 0 {
+                return false;
+            }
+            match self.mw_binds.cmpxchg(cur, cur + 1, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Uncounts a window counted by [`RrxeMr::bind_mw`].
+    pub(crate) fn unbind_mw(&self) {
+        self.mw_binds.fetch_sub(1u32, Relaxed);
     }
 }

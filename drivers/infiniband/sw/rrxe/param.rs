@@ -64,7 +64,9 @@ pub(crate) const MAX_MR_INDEX: i32 = DEFAULT_MAX_VALUE >> 1;
 /// First MR index.
 pub(crate) const MIN_MR_INDEX: i32 = 1;
 /// First MW index.
-const MIN_MW_INDEX: i32 = MAX_MR_INDEX + 1;
+pub(crate) const MIN_MW_INDEX: u32 = MAX_MR_INDEX as u32 + 1;
+/// Last MW index.
+pub(crate) const MAX_MW_INDEX: u32 = DEFAULT_MAX_VALUE as u32;
 /// Log2 of the CQ size limit.
 const MAX_LOG_CQE: u32 = 15;
 /// IEEE OUI reported as vendor id (IBTA Vol 1 §A3.3.1: none assigned).
@@ -88,9 +90,11 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 /// RDMA core refuses them without these), persistence only on persistent
 /// memory.
 ///
-/// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT,
-/// UD_AV_PORT_ENFORCE and MEM_WINDOW(_TYPE_2B); those are added here
-/// together with the path migration and MW support they describe.
+/// MEM_WINDOW, MEM_WINDOW_TYPE_2B: memory windows of type 1 and 2B
+/// (`alloc_mw`, BIND_MW, invalidation), as the C driver.
+///
+/// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT and
+/// UD_AV_PORT_ENFORCE; those come with path migration.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
@@ -100,7 +104,9 @@ pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNT
     .union(DeviceCapFlags::RC_RNR_NAK_GEN)
     .union(DeviceCapFlags::ATOMIC_WRITE)
     .union(DeviceCapFlags::FLUSH_GLOBAL)
-    .union(DeviceCapFlags::FLUSH_PERSISTENT);
+    .union(DeviceCapFlags::FLUSH_PERSISTENT)
+    .union(DeviceCapFlags::MEM_WINDOW)
+    .union(DeviceCapFlags::MEM_WINDOW_TYPE_2B);
 
 /// Number of GID table entries of the port.
 pub(crate) const PORT_GID_TBL_LEN: i32 = 1024;
@@ -136,7 +142,8 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
         // CmpSwap and FetchAdd, atomic with respect to the device's own
         // atomics, as the C driver.
         atomic_cap: AtomicCap::Hca,
-        max_mw: DEFAULT_MAX_VALUE - MIN_MW_INDEX,
+        // CAST: both fit in 21 bits.
+        max_mw: DEFAULT_MAX_VALUE - MIN_MW_INDEX as i32,
         max_mcast_grp: 8192,
         max_mcast_qp_attach: 56,
         max_total_mcast_qp_attach: 0x70000,

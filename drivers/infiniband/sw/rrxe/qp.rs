@@ -638,6 +638,9 @@ pub(crate) struct RrxeQp {
     tx_ready: Atomic<bool>,
     /// Index from the QP pool (`None` for the GSI QP).
     index: Option<u32>,
+    /// Identity no other QP of the device ever has (QPNs are reused): what
+    /// a type 2 memory window is bound to.
+    pub(crate) uid: u64,
     sq_sig_all: bool,
 }
 
@@ -788,6 +791,7 @@ impl RrxeQp {
         // infallible, so it cannot fail after this either.
         scq.num_wq.fetch_add(1, Relaxed);
         rcq.num_wq.fetch_add(1, Relaxed);
+        let uid = dev.next_qp_uid.fetch_add(1, Relaxed);
         let init = try_pin_init!(Self {
             state <- crate::rdma::lock::new_spinlock_irq!(
                 State {
@@ -816,6 +820,7 @@ impl RrxeQp {
             access_err_event: Atomic::new(false),
             tx_ready: Atomic::new(false),
             index,
+            uid,
             sq_sig_all,
         });
         Ok((init, qpn))

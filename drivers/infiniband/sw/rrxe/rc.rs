@@ -116,11 +116,16 @@ use super::{
     mem::{
         self,
         MemError,
-        Need, //
+        Need,
+        Via, //
     },
     mr::{
         access,
         RrxeMr, //
+    },
+    mw::{
+        is_mw_key,
+        RrxeMw, //
     },
     qp::State,
     srq::RrxeSrq,
@@ -138,10 +143,6 @@ const WC_RDMA_READ: u32 = 2;
 const WC_COMP_SWAP: u32 = 3;
 /// `IB_WC_FETCH_ADD`.
 const WC_FETCH_ADD: u32 = 4;
-/// `IB_FLUSH_RANGE`: the FETH selectivity level of the RETH's range.
-const FLUSH_RANGE: u8 = 0;
-/// `IB_FLUSH_MR`: the FETH selectivity level of the whole region.
-const FLUSH_MR: u8 = 1;
 /// `IB_WC_FLUSH`.
 const WC_FLUSH: u32 = 8;
 /// `IB_WC_ATOMIC_WRITE`.
@@ -154,6 +155,8 @@ const WC_RECV_RDMA_WITH_IMM: u32 = WC_RECV + 1;
 const WC_LOCAL_INV: u32 = 6;
 /// `IB_WC_REG_MR`.
 const WC_REG_MR: u32 = 10;
+/// `IB_WC_BIND_MW`.
+const WC_BIND_MW: u32 = 5;
 /// `IB_WC_WITH_IMM`.
 const WC_WITH_IMM: u32 = 1 << 1;
 /// `IB_WC_WITH_INVALIDATE`.
@@ -1439,6 +1442,7 @@ fn check_reth(qp: &Qp<Rrxe>, reth: &Reth, need: Need) -> Result<(), NakCode> {
         mem::check_remote(
             qp.device(),
             qp.pd_id(),
+            qp.uid,
             reth.rkey,
             need,
             reth.va,
@@ -1484,6 +1488,7 @@ fn replay_read(qp: &Qp<Rrxe>, st: &mut State, r: ReadStream, reth: &Reth) {
         && mem::check_remote(
             qp.device(),
             qp.pd_id(),
+            qp.uid,
             reth.rkey,
             Need::RemoteRead,
             reth.va,
@@ -1542,8 +1547,9 @@ fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
         };
         let va = r.va.wrapping_add(u64::from(seg.offset));
         let rkey = r.rkey;
+        let via = Via::Rkey(qp.uid);
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::read(dev, pd_id, rkey, true, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
+            mem::read(dev, pd_id, rkey, via, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
         });
         match built {
             Ok(skb) => qp.txq.push_back(skb),
@@ -1695,7 +1701,8 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return uc_drop(st, psn);
             }
             let (rkey, va) = (st.resp.write_rkey, st.resp.write_va);
-            if mem::write(dev, pd_id, rkey, true, Need::RemoteWrite, va, payload).is_err() {
+            let via = Via::Rkey(qp.uid);
+            if mem::write(dev, pd_id, rkey, via, Need::RemoteWrite, va, payload).is_err() {
                 return uc_drop(st, psn);
             }
             st.resp.write_va = va.wrapping_add(u64::from(plen));
@@ -1913,7 +1920,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 dev,
                 pd_id,
                 st.resp.write_rkey,
-                true,
+                Via::Rkey(qp.uid),
                 Need::RemoteWrite,
                 st.resp.write_va,
                 payload,
@@ -1967,7 +1974,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             let compare_swap = info.operation == Operation::CompareSwap;
-            let result = mem::atomic(dev, pd_id, a.rkey, a.va, |v| {
+            let result = mem::atomic(dev, pd_id, qp.uid, a.rkey, a.va, |v| {
                 if compare_swap {
                     (v == a.compare).then_some(a.swap_add)
                 } else {
@@ -2000,7 +2007,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             let (rkey, va, len) = (reth.rkey, reth.va, reth.dma_len);
-            if mem::check_remote(dev, pd_id, rkey, Need::RemoteWrite, va, len).is_err() {
+            if mem::check_remote(dev, pd_id, qp.uid, rkey, Need::RemoteWrite, va, len).is_err() {
                 return access_violation(qp, st, info.has_immediate(), psn);
             }
             let Ok(value) = <[u8; wqe::ATOMIC_WRITE_SIZE]>::try_from(payload) else {
@@ -2009,7 +2016,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             if reth.dma_len as usize != wqe::ATOMIC_WRITE_SIZE || reth.va & 7 != 0 {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
-            match mem::atomic_write(dev, pd_id, reth.rkey, reth.va, value) {
+            match mem::atomic_write(dev, pd_id, qp.uid, reth.rkey, reth.va, value) {
                 Ok(()) => {}
                 Err(MemError::Misaligned) => {
                     return resp_fail(qp, st, NakCode::InvalidRequest, None, psn)
@@ -2038,16 +2045,14 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             let range = (reth.va, u64::from(reth.dma_len));
-            let sel = feth.selectivity;
-            let (whole, check) = (sel != FLUSH_RANGE, sel != FLUSH_MR);
             if mem::flush(
                 dev,
                 pd_id,
+                qp.uid,
                 reth.rkey,
                 feth.placement_type,
+                feth.selectivity,
                 range,
-                whole,
-                check,
             )
             .is_err()
             {
@@ -2074,15 +2079,19 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
 }
 
 // Local operations (IBTA Vol 1 §10.6.3.6 fast registration, §10.6.5 local
-// and remote invalidation): `IB_WR_REG_MR` and `IB_WR_LOCAL_INV` run in the
-// requester when reached in send queue order, without packets; SEND with
-// invalidate makes the responder invalidate the R_Key its IETH names.
+// and remote invalidation, §10.6.7 memory window binding): `IB_WR_REG_MR`,
+// `IB_WR_LOCAL_INV` and `IB_WR_BIND_MW` run in the requester when reached
+// in send queue order, without packets; SEND with invalidate makes the
+// responder invalidate the R_Key its IETH names (a region or a window).
 
 /// The snapshot's WQE, if it is a local operation.
 fn local_op_of(snap: &[u8]) -> Option<SendWqe> {
-    SendWqe::parse(snap)
-        .ok()
-        .filter(|w| matches!(w.opcode, wqe::IB_WR_REG_MR | wqe::IB_WR_LOCAL_INV))
+    SendWqe::parse(snap).ok().filter(|w| {
+        matches!(
+            w.opcode,
+            wqe::IB_WR_REG_MR | wqe::IB_WR_LOCAL_INV | wqe::IB_WR_BIND_MW
+        )
+    })
 }
 
 /// Completes the executed local operations at the head of the send queue,
@@ -2095,7 +2104,12 @@ fn complete_local_ops(qp: &Qp<Rrxe>, st: &mut State) -> bool {
             break;
         }
         if m.failed {
-            fail_head(qp, st, WcStatus::LocQpOpErr);
+            let status = if m.wc_opcode == WC_BIND_MW {
+                WcStatus::MwBindErr
+            } else {
+                WcStatus::LocQpOpErr
+            };
+            fail_head(qp, st, status);
             return false;
         }
         complete_head(qp, st, WcStatus::Success);
@@ -2109,10 +2123,11 @@ fn complete_local_ops(qp: &Qp<Rrxe>, st: &mut State) -> bool {
 ///
 /// LOCAL_INV first waits until every earlier WQE has completed (the C
 /// driver makes the local invalidate fence of §10.6.5.1 mandatory);
-/// REG_MR runs at once. Either completes once it is the oldest WQE, with
-/// `IB_WC_REG_MR` / `IB_WC_LOCAL_INV` (if signaled), or with
-/// `IB_WC_LOC_QP_OP_ERR` when refused. REG_MR names a region by key index,
-/// which only kernel WQEs may do. A retransmission never runs one twice.
+/// REG_MR and BIND_MW run at once. Each completes once it is the oldest
+/// WQE, with `IB_WC_REG_MR` / `IB_WC_LOCAL_INV` / `IB_WC_BIND_MW` (if
+/// signaled), or when refused with `IB_WC_LOC_QP_OP_ERR` (BIND_MW:
+/// `IB_WC_MW_BIND_ERR`). REG_MR names a region by key index, which only
+/// kernel WQEs may do. A retransmission never runs one twice.
 fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all: bool) -> bool {
     if sq_before(st, idx, st.req.started_end) {
         // Executed before the requester was rewound: skip it, unless it
@@ -2130,10 +2145,10 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
     let dev = qp.device();
     let pd_id = qp.pd_id();
     let (result, wc_opcode) = if w.opcode == wqe::IB_WR_LOCAL_INV {
-        (
-            RrxeMr::invalidate(dev, pd_id, w.invalidate_rkey),
-            WC_LOCAL_INV,
-        )
+        (invalidate_key(qp, w.invalidate_rkey, None), WC_LOCAL_INV)
+    } else if w.opcode == wqe::IB_WR_BIND_MW {
+        let r = RrxeMw::bind(dev, pd_id, qp.uid, &w.mw).map_err(|_| super::mr::LocalOpError);
+        (r, WC_BIND_MW)
     } else if qp.is_user() {
         (Err(super::mr::LocalOpError), WC_REG_MR)
     } else {
@@ -2171,12 +2186,28 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
 
 /// The R_Key a SEND with invalidate's last packet names, invalidated for
 /// the QP's PD (`invalidate_rkey` in the C responder); `None` for other
-/// packets, `Err` if the key names no fast-register region of the PD or is
-/// not its current key.
+/// packets, `Err` if the key names no fast-register region or type 2
+/// window (bound to this QP) of the PD, or is not its current key.
 fn invalidate_for_send(qp: &Qp<Rrxe>, pkt: &Packet<'_>) -> Result<Option<u32>, ()> {
     let Some(ieth) = pkt.ext().ieth else {
         return Ok(None);
     };
-    RrxeMr::invalidate(qp.device(), qp.pd_id(), ieth.rkey).map_err(|_| ())?;
+    invalidate_key(qp, ieth.rkey, Some(qp.uid)).map_err(|_| ())?;
     Ok(Some(ieth.rkey))
+}
+
+/// Invalidates the fast-register region or the type 2 memory window of
+/// `key` for `qp` (`invalidate_rkey`/`rxe_do_local_ops` in the C driver),
+/// by LOCAL_INV or, with `remote_qp`, by a SEND with invalidate received.
+fn invalidate_key(
+    qp: &Qp<Rrxe>,
+    key: u32,
+    remote_qp: Option<u64>,
+) -> Result<(), super::mr::LocalOpError> {
+    let (dev, pd_id) = (qp.device(), qp.pd_id());
+    if is_mw_key(key) {
+        RrxeMw::invalidate(dev, pd_id, key, remote_qp).map_err(|_| super::mr::LocalOpError)
+    } else {
+        RrxeMr::invalidate(dev, pd_id, key)
+    }
 }

@@ -18,6 +18,7 @@ mod mcast;
 mod mem;
 mod mr;
 mod mtu;
+mod mw;
 mod net;
 mod ns;
 mod param;

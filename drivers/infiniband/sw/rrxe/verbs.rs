@@ -38,6 +38,7 @@ use crate::rdma::{
         SgList,
         UserMrArgs, //
     },
+    mw::Mw,
     pd::Pd as IbPd,
     port::{
         CoreCapFlags,
@@ -80,6 +81,7 @@ use super::{
         Counter, //
     },
     mr::RrxeMr,
+    mw::RrxeMw,
     param, //
     qp::RrxeQp,
     srq::RrxeSrq,
@@ -119,6 +121,7 @@ impl Driver for Rrxe {
     type QpData = RrxeQp;
     type SrqData = RrxeSrq;
     type AhData = RrxeAh;
+    type MwData = RrxeMw;
 
     const DRIVER_ID: DriverId = DriverId::Rxe;
     const UVERBS_ABI_VER: u32 = param::UVERBS_ABI_VERSION;
@@ -308,6 +311,10 @@ impl Driver for Rrxe {
         RrxeMr::rereg(mr, args)
     }
 
+    fn begin_dereg_mr(mr: &Mr<Self>) -> Result {
+        RrxeMr::begin_dereg(mr)
+    }
+
     fn dereg_mr(mr: &Mr<Self>) -> Result {
         RrxeMr::dereg(mr)
     }
@@ -322,6 +329,19 @@ impl Driver for Rrxe {
 
     fn map_mr_sg(mr: &Mr<Self>, sg: SgList<'_, Self>) -> Result<u32> {
         RrxeMr::map_sg(mr, sg)
+    }
+
+    fn alloc_mw(
+        dev: &Device<Self>,
+        ty: u32,
+        pd_id: usize,
+        _udata: Option<&Udata>,
+    ) -> Result<(impl PinInit<RrxeMw, Error>, u32)> {
+        RrxeMw::alloc(dev, ty, pd_id)
+    }
+
+    fn dealloc_mw(mw: &Mw<Self>) {
+        RrxeMw::dealloc(mw)
     }
 
     fn create_qp(
