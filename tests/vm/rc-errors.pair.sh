@@ -52,7 +52,8 @@
 #                 to 4 KiB inside a 16 KiB MR: a WRITE and a READ through it,
 #                 byte for byte; (rrxe only) a WRITE outside the window but
 #                 inside the MR: REM_ACCESS_ERR; a read-only window: the READ
-#                 works, a WRITE gets REM_ACCESS_ERR; dereg of an MR with a
+#                 works, a WRITE gets REM_ACCESS_ERR; the window's R_Key at
+#                 another QP of the PD: REM_ACCESS_ERR; dereg of an MR with a
 #                 window bound: EINVAL until the window is deallocated
 #   atomic-replay 100 FetchAdds while 20% of the responder's packets are
 #                 lost (netem): every original value is the one before it
@@ -224,8 +225,9 @@ def events(secs, until=None):
 
 class End:
     """One RC QP with its CQ and a data MR, and its connection."""
-    def __init__(self, mr_size=4096, mr_access=RW, fill=0, send_ops=None):
-        self.pd = PD(ctx)
+    def __init__(self, mr_size=4096, mr_access=RW, fill=0, send_ops=None, pd=None):
+        # PD: another End's, to have two QPs in one PD.
+        self.pd = pd if pd is not None else PD(ctx)
         self.cq = CQ(ctx, 64)
         cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
         if send_ops is None:
@@ -924,6 +926,49 @@ def case_mw(ctl, name, how):
         ctl.sync("done")
     end.close()
 
+def case_mw_other_qp(ctl, name):
+    """A type 2 window answers only the QP it is bound to: VM 1 binds it on
+    QP A; a WRITE through it from VM 2's peer of A lands, the same WRITE
+    from the peer of QP B (same PD as A) gets REM_ACCESS_ERR (IBTA
+    o10-37.2.41; rdma_rxe checks mw->qp)."""
+    a = End(mr_size=MW_MR_SIZE, mr_access=RW | e.IBV_ACCESS_MW_BIND, fill=0x44)
+    b = End(mr_size=4096, pd=a.pd if VM == 1 else None)
+    if VM == 1:
+        a.connect(ctl.xchg(a.info()))
+        b.connect(ctl.xchg(b.info()))
+        mw, rkey, got = bind_type2(a, e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_LOCAL_WRITE)
+        expect(f"{name}-bind", got, [(9, e.IBV_WC_SUCCESS, e.IBV_WC_BIND_MW)])
+        ctl.send({"mw_rkey": rkey, "mw_addr": a.mr.buf + MW_OFF})
+        ctl.sync("connected")
+        ctl.sync("done")
+        want = bytearray(pattern(0x44, MW_MR_SIZE))
+        want[MW_OFF:MW_OFF + 256] = pattern(0x66, 256)
+        data = a.mr.read(MW_MR_SIZE, 0)
+        bad = [j for j in range(MW_MR_SIZE) if data[j] != want[j]]
+        result(f"{name}-memory", not bad, "only A's peer's WRITE landed" if not bad
+               else f"{len(bad)} bytes differ, first at {bad[0]}")
+        expect(f"{name}-a-state", a.state(), "RTS")
+        expect(f"{name}-b-state", b.state_after("ERR"), "ERR")
+        mw.close()
+    else:
+        a.connect(ctl.xchg(a.info()))
+        b.connect(ctl.xchg(b.info()))
+        m = ctl.recv()
+        ctl.sync("connected")
+        a.mr.write(pattern(0x66, 256), 256, 0)
+        b.mr.write(pattern(0x99, 256), 256, 0)
+        a.post_send(1, opcode=e.IBV_WR_RDMA_WRITE, length=256, rkey=m["mw_rkey"], raddr=m["mw_addr"])
+        expect(f"{name}-a-wc", statuses(a.poll(1, 30)), [(1, e.IBV_WC_SUCCESS)])
+        b.post_send(2, opcode=e.IBV_WR_RDMA_WRITE, length=256, rkey=m["mw_rkey"], raddr=m["mw_addr"])
+        expect(f"{name}-b-wc", statuses(b.poll(1, 30)), [(2, e.IBV_WC_REM_ACCESS_ERR)])
+        ctl.sync("done")
+    if b.pd is a.pd:
+        for o in (b.qp, b.mr, b.cq):
+            o.close()
+    else:
+        b.close()
+    a.close()
+
 def case_mw_dereg_bound(ctl, name):
     """An MR with a window bound to it is not deregistered (EINVAL, as
     rdma_rxe); once the window is deallocated it is."""
@@ -1232,6 +1277,7 @@ CASES = [
     ("mw-window", lambda c, n: case_mw(c, n, "window")),
     ("mw-outside-window", lambda c, n: case_mw(c, n, "outside")),
     ("mw-read-only", lambda c, n: case_mw(c, n, "read-only")),
+    ("mw-other-qp", case_mw_other_qp),
     ("mw-dereg-bound", case_mw_dereg_bound),
     ("sqd", case_sqd),
     ("sqd-idle", case_sqd_idle),
