@@ -7,8 +7,10 @@
 # queue by millions of packets.  The counters of the C driver's names
 # move as it counts them: SENDs completed (rdma_sends) on the sender and
 # receives completed (rdma_recvs) on the receiver.  Last, READs under 2%
-# loss, answered again from the first missing response.
-# runs: rrxe@fast
+# loss, answered again from the first missing response.  In the complete
+# level only: `interop` runs perftest in make test, against the C driver.
+# runs:
+# full-runs: rrxe@fast
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
