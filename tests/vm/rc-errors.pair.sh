@@ -45,7 +45,8 @@
 #                 byte_len, QPs in RTS; a range past the MR's end, an MR
 #                 without FLUSH_GLOBAL, persistence from an MR that grants
 #                 only global: REM_ACCESS_ERR and QP_ACCESS_ERR at the
-#                 responder; a QP without FLUSH_GLOBAL: REM_INV_REQ_ERR;
+#                 responder; a QP without FLUSH_GLOBAL, or a length past
+#                 2^31 (C9-94): REM_INV_REQ_ERR;
 #                 the WRITE's data in place in every case
 #   flush-persistent-mr  MR with FLUSH_PERSISTENT on ordinary memory: EINVAL
 #   mw-*          a type 2 memory window VM 1 binds (BIND_MW, IBV_WC_BIND_MW)
@@ -769,7 +770,8 @@ FG, FP = e.IBV_ACCESS_FLUSH_GLOBAL, e.IBV_ACCESS_FLUSH_PERSISTENT
 def case_flush(ctl, name, how):
     """An RDMA WRITE of 4 KiB into VM 1's MR, then a FLUSH (IBTA Annex A19)
     through an rkey. HOW: "range" (global, the written range), "mr-level"
-    (global, whole MR, a nonsense address and a 3 GiB length), "past-end" (a range
+    (global, whole MR, a nonsense address and a 1 GiB length), "too-long"
+    (whole MR, a 3 GiB length: the responder's invalid request, C9-94), "past-end" (a range
     ending past the MR), "no-mr-access" (the MR lacks FLUSH_GLOBAL),
     "persistent" (the QP grants persistence, the MR only global),
     "no-qp-access" (the QP lacks FLUSH_GLOBAL)."""
@@ -807,8 +809,11 @@ def case_flush(ctl, name, how):
         ptype, level = e.IBV_FLUSH_GLOBAL, e.IBV_FLUSH_RANGE
         faddr, flen = base + 1024, 4096
         if how == "mr-level":
-            # A length past 2^31: a range, not a message size.
-            level, faddr, flen = e.IBV_FLUSH_MR, 0x10, 0xC0000000
+            level, faddr, flen = e.IBV_FLUSH_MR, 0x10, 1 << 30
+        elif how == "too-long":
+            # Sent as it is; the responder refuses a RETH DMA length past
+            # 2^31 (C9-94) whatever the selectivity.
+            level, faddr, flen = e.IBV_FLUSH_MR, base, 0xC0000000
         elif how == "past-end":
             faddr, flen = base + size - 16, 32
         elif how == "persistent":
@@ -828,7 +833,8 @@ def case_flush(ctl, name, how):
             expect(f"{name}-wc", got, [(1, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE, 4096),
                                        (2, e.IBV_WC_SUCCESS, e.IBV_WC_FLUSH, flen)])
         else:
-            fail = e.IBV_WC_REM_INV_REQ_ERR if how == "no-qp-access" else e.IBV_WC_REM_ACCESS_ERR
+            fail = e.IBV_WC_REM_INV_REQ_ERR if how in ("no-qp-access", "too-long") \
+                else e.IBV_WC_REM_ACCESS_ERR
             expect(f"{name}-wc", statuses(wcs), [(1, e.IBV_WC_SUCCESS), (2, fail)])
         state = "RTS" if ok_case else "ERR"
         expect(f"{name}-state", end.state_after(state), state)
@@ -1273,6 +1279,7 @@ CASES = [
     ("flush-no-mr-access", lambda c, n: case_flush(c, n, "no-mr-access")),
     ("flush-persistent-on-global-mr", lambda c, n: case_flush(c, n, "persistent")),
     ("flush-no-qp-access", lambda c, n: case_flush(c, n, "no-qp-access")),
+    ("flush-too-long", lambda c, n: case_flush(c, n, "too-long")),
     ("flush-persistent-mr", case_flush_persistent_mr),
     ("mw-window", lambda c, n: case_mw(c, n, "window")),
     ("mw-outside-window", lambda c, n: case_mw(c, n, "outside")),

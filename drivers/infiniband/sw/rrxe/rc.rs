@@ -704,8 +704,9 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             .ok()
             .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
             .filter(|(w, (work, _))| {
-                // A FLUSH's length is a range (any 32-bit value), not a
-                // message size.
+                // A FLUSH's length is a range, not a message size: sent
+                // as the C requester sends it (the responder refuses one
+                // past 2^31, C9-94).
                 (w.length <= MAX_MSG_SIZE || *work == Work::Flush)
                     && !(uc
                         && matches!(
@@ -2042,6 +2043,12 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             // the range check, and any but the range one flushes the region.
             let need = mem::flush_access(feth.placement_type);
             if qp_access & need != need {
+                return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
+            }
+            // C9-94, as for every RETH (rdma_rxe's check_length): a DMA
+            // length past 2^31 is an invalid request, whatever the
+            // selectivity.
+            if reth.dma_len > MAX_MSG_SIZE {
                 return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
             }
             let range = (reth.va, u64::from(reth.dma_len));
