@@ -2,7 +2,7 @@
 # the stock tools: rping with verification at three sizes, ibv_ud_pingpong
 # and ibv_uc_pingpong, ucmatose (RC over rdma_cm), udaddy (UD over rdma_cm),
 # rstream with byte-exact verification (rsockets), mckey (multicast join and
-# UD multicast, IPv4; IPv6 too in the complete level), 200 back-to-back rping connections (10 on the debug
+# UD multicast, IPv4), 200 back-to-back rping connections (10 on the debug
 # kernel) to one persistent server with the QP count back to its baseline
 # afterwards, and pyverbs' test_rdmacm (loopback in VM 1), each test's
 # outcome recorded.  VM 1 serves, VM 2 is the client.
@@ -109,11 +109,7 @@ cm_pair rstream-s65536 600 "listening rstream" \
 # mckey: VM 1 receives 5 messages (it exits 0 once they all arrived), VM 2
 # sends.  mckey's sender posts its sends and tears its QP down at once, so
 # on a slow guest only the first message reliably leaves before the flush:
-# VM 2 runs the sender up to 30 times, one message each.  Once over IPv4
-# (group 239.1.1.1) and once over IPv6 (group ff0e::4791, from an IPv6
-# GID: the MGID is the group address, the MAC 33:33:00:00:47:91).
-MY_IP6=fd00:4791::$VM
-ip -6 addr add "$MY_IP6/64" dev eth0 nodad
+# VM 2 runs the sender 30 times, one message each.
 mckey_received() {
 	wait_server "$@" && grep -q 'data transfers complete' "$2"
 }
@@ -149,15 +145,10 @@ mckey_pair() {
 	fi
 }
 mckey_pair mckey 239.1.1.1 "$MY_IP"
-# IPv6 in the complete level only (make test's time budget).  The IPv6
-# address's GID appears once the address reaches the GID table
-# (fd00:4791:0000:...:000N in sysfs).
-if [ "$TEST_LEVEL" = full ]; then
-	MY_GID6=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$MY_IP6")
-	retry 30 grep -qx "$MY_GID6" /sys/class/infiniband/"$IBDEV"/ports/1/gids/* ||
-		echo "# no GID for $MY_IP6 after 30 s"
-	mckey_pair mckey-ipv6 ff0e::4791 "$MY_IP6"
-fi
+# No IPv6 pass: the RDMA CM refuses an IPv6 multicast join on a RoCEv2
+# device (cma_iboe_join_multicast: -ENOTSUPP, "Unknown error 524" from
+# mckey; measured on rrxe 2026-12-05, and the check is on the GID type, so
+# the C driver meets it alike).
 
 # 4. CONNS rping connections, one after the other, to one persistent server;
 # every connection's QP is destroyed afterwards on both sides.
