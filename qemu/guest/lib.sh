@@ -72,6 +72,24 @@ gid_index() {
 	return 1
 }
 
+# gid_index6 DEV ADDR: the index of the RoCE v2 GID of an IPv6 address
+# (waiting up to 10 s for the core to add it).
+gid_index6() {
+	local want f
+	want=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2")
+	for _ in $(seq 50); do
+		for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+			if [ "$(cat "$f")" = "$want" ] &&
+				[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null)" = "RoCE v2" ]; then
+				echo "${f##*/}"
+				return 0
+			fi
+		done
+		sleep 0.2
+	done
+	return 1
+}
+
 # retry SECONDS CMD...: rerun CMD until it succeeds (e.g. a client whose
 # server is not listening yet) or SECONDS pass.  The pause between tries
 # starts at 0.1 s and doubles up to 1 s: most waits end within a second,

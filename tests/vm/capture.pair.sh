@@ -18,22 +18,6 @@ ip -6 addr add "$MY_IP6/64" dev eth0 nodad
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
-# gid_index6 DEV ADDR: the index of the RoCE v2 GID of an IPv6 address.
-gid_index6() {
-	local want f
-	want=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2")
-	for _ in $(seq 50); do
-		for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-			if [ "$(cat "$f")" = "$want" ] &&
-				[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null)" = "RoCE v2" ]; then
-				echo "${f##*/}"
-				return 0
-			fi
-		done
-		sleep 0.2
-	done
-	return 1
-}
 GID6=$(gid_index6 "$IBDEV" "$MY_IP6")
 echo "# GID index: IPv4 $GID, IPv6 ${GID6:-none}"
 

@@ -16,6 +16,11 @@
 #                    packet, nothing written
 #   write-other-pd / write-key-flipped / write-read-only-mr  Remote Access
 #                    NAK, the MR of the other PD untouched
+#   atomic-*         FetchAdd: a wrong R_Key at a misaligned address gets a
+#                    Remote Access NAK (the key is checked first, as
+#                    rdma_rxe), the right key there an Invalid Request NAK;
+#                    aligned, the original value comes back in the ATOMIC
+#                    ACKNOWLEDGE and the word holds the sum
 #   wrong-transport  UC and UD opcodes to an RC QP: dropped (no answer, no
 #                    completion, the PSN does not move), then an RC SEND
 #                    completes
@@ -116,6 +121,9 @@ def build(p, ipid):
         body += struct.pack("!QII", *p["reth"])
     if "aeth" in p:
         body += struct.pack("!I", (p["aeth"][0] << 24) | (p["aeth"][1] & 0xFFFFFF))
+    if "atomic" in p:
+        # AtomicETH: VA, R_Key, swap (or add) data, compare data.
+        body += struct.pack("!QIQQ", *p["atomic"])
     body += payload + b"\0" * pad
     S, D = socket.inet_aton(p.get("src", MY_IP)), socket.inet_aton(PEER_IP)
     total = 20 + 8 + len(body) + 4
@@ -159,6 +167,9 @@ def injector():
             if op in (0x0D, 0x0E, 0x0F, 0x10):
                 off = 16 if op != 0x0E else 12
                 r["data"] = d[off:len(d) - 4].hex()
+            if op == 0x12:
+                # ATOMIC ACKNOWLEDGE: the AtomicAckETH's original value.
+                r["data"] = d[16:24].hex()
             got.append(r)
         s.sendall((json.dumps({"got": got}) + "\n").encode())
     log(f"injector: {sent} packets sent")
@@ -179,7 +190,7 @@ import pyverbs.enums as e
 
 HWC = f"/sys/class/infiniband/{DEV}/ports/1/hw_counters"
 RC_SEND_ONLY, RC_SEND_FIRST, RC_WRITE_FIRST, RC_WRITE_ONLY, RC_READ_REQ = 0x04, 0x00, 0x06, 0x0A, 0x0C
-RC_READ_RESP_ONLY, RC_ACK = 0x10, 0x11
+RC_READ_RESP_ONLY, RC_ACK, RC_ATOMIC_ACK, RC_FETCH_ADD = 0x10, 0x11, 0x12, 0x14
 UC_SEND_FIRST, UC_SEND_LAST, UC_SEND_ONLY, UD_SEND_ONLY = 0x20, 0x22, 0x24, 0x64
 NAK_INV_REQ, NAK_REM_ACCESS = 0x61, 0x62
 STATE = {e.IBV_QPS_RESET: "RESET", e.IBV_QPS_INIT: "INIT", e.IBV_QPS_RTR: "RTR",
@@ -364,6 +375,31 @@ def case_write_access():
     unchanged("write-other-pd", mr2, 2)
     unchanged("write-key-flipped", mr, 1)
     unchanged("write-read-only", mr_ro, 3)
+
+def case_atomic_keys():
+    """A FetchAdd's R_Key is checked before its alignment (rdma_rxe: check_rkey,
+    then the misaligned-atomic check when it executes): a wrong key at a
+    misaligned address is a Remote Access NAK, the right key there an
+    Invalid Request NAK; aligned with the right key it adds and answers the
+    original value. Memory changes only in the last."""
+    fill_all()
+    word = MR_SIZE - 64
+    orig = int.from_bytes(pattern(1, MR_SIZE)[word:word + 8], "little")
+    for name, off, key, nak in (("bad-key-misaligned", word + 4, mr.rkey ^ 0x5A, NAK_REM_ACCESS),
+                                ("misaligned", word + 4, mr.rkey, NAK_INV_REQ)):
+        q = Rc(access=REMOTE | e.IBV_ACCESS_REMOTE_ATOMIC)
+        got = inject([q.pkt(RC_FETCH_ADD, q.epsn, ackreq=1, atomic=[mr.buf + off, key, 1, 0])])
+        expect(f"atomic-{name}-nak", answers(got, q), [(RC_ACK, q.epsn, nak)])
+        expect(f"atomic-{name}-qp-err", q.state(), "ERR")
+        unchanged(f"atomic-{name}", mr, 1)
+    q = Rc(access=REMOTE | e.IBV_ACCESS_REMOTE_ATOMIC)
+    got = inject([q.pkt(RC_FETCH_ADD, q.epsn, ackreq=1, atomic=[mr.buf + word, mr.rkey, 5, 0])])
+    expect("atomic-aligned-answer",
+           [(g["op"], g["psn"], g.get("syndrome", 0) >> 5, g.get("data"))
+            for g in got if g["qpn"] == q.peer_qpn],
+           [(RC_ATOMIC_ACK, q.epsn, 0, orig.to_bytes(8, "big").hex())])
+    expect("atomic-aligned-memory",
+           int.from_bytes(mr.read(8, word), "little"), (orig + 5) & ((1 << 64) - 1))
 
 def case_wrong_transport():
     fill_all()
@@ -636,7 +672,7 @@ def case_route_ud():
         expect("route-ud-changed-nothing-arrives", send(81), ([e.IBV_WC_SUCCESS], 0))
     expect("route-ud-restored", send(82), ([e.IBV_WC_SUCCESS], 1))
 
-CASES = [case_dup_read, case_reth_len, case_write_access, case_wrong_transport,
+CASES = [case_dup_read, case_reth_len, case_write_access, case_atomic_keys, case_wrong_transport,
          case_pkey, case_qkey, case_psn_wrap, case_uc_too_long, case_ud_ah_pd,
          case_rnr_timer, case_reset_timers, case_route_change, case_route_responder,
          case_route_ud]

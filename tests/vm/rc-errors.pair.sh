@@ -30,6 +30,10 @@
 #                 the result and nothing else in the MR changes
 #   atomic-misaligned  an atomic to an address not 8-byte aligned is
 #                 refused at post time with EINVAL
+#   modify-rts    in RTS, a modify_qp that changes the SQ PSN is refused
+#                 (EINVAL, with the state in the mask; rrxe also without it,
+#                 which rdma_rxe accepts), one that changes min_rnr_timer
+#                 is not
 #   atomic-no-qp-access / atomic-no-mr-access  QP without REMOTE_ATOMIC:
 #                 REM_INV_REQ_ERR; MR without it: REM_ACCESS_ERR; memory
 #                 unchanged
@@ -673,6 +677,43 @@ def case_atomic_misaligned(ctl, name):
             result(f"{name}-refused", err == 22, f"{type(ex).__name__}: {ex} (error_code {err})")
         end.close()
 
+def case_modify_rts(ctl, name):
+    """modify_qp in RTS checks the attribute mask even when the state does
+    not change (ib_modify_qp_is_ok, as rdma_rxe's rxe_qp_chk_attr): the SQ
+    PSN may not change in RTS (EINVAL, with or without IB_QP_STATE, and the
+    PSN stays; rdma_rxe checks only with IB_QP_STATE), min_rnr_timer may
+    (IBTA Vol 1 Table 99)."""
+    if VM != 2:
+        return
+    end = End()
+    end.connect(end.info())
+    psn0 = end.qp.query(e.IBV_QP_SQ_PSN)[0].sq_psn
+    for with_state in (False, True):
+        if not with_state and DRIVER != "rrxe":
+            # rdma_rxe checks the mask only when IB_QP_STATE is in it: it
+            # takes the new SQ PSN (measured on 7.2.12); not judged.
+            continue
+        a = QPAttr()
+        a.sq_psn = (psn0 + 1000) & 0xffffff
+        mask = e.IBV_QP_SQ_PSN
+        if with_state:
+            a.qp_state = e.IBV_QPS_RTS
+            mask |= e.IBV_QP_STATE
+        tag = f"{name}-sq-psn{'-with-state' if with_state else ''}"
+        try:
+            end.qp.modify(a, mask)
+            result(f"{tag}-refused", False, "modify_qp accepted SQ_PSN in RTS")
+        except Exception as ex:
+            err = getattr(ex, "error_code", None)
+            result(f"{tag}-refused", err == 22, f"{type(ex).__name__}: {ex} (error_code {err})")
+    expect(f"{name}-sq-psn-kept", end.qp.query(e.IBV_QP_SQ_PSN)[0].sq_psn, psn0)
+    a = QPAttr()
+    a.min_rnr_timer = 20
+    end.qp.modify(a, e.IBV_QP_MIN_RNR_TIMER)
+    expect(f"{name}-min-rnr-timer-set", end.qp.query(e.IBV_QP_MIN_RNR_TIMER)[0].min_rnr_timer, 20)
+    expect(f"{name}-state", end.state(), "RTS")
+    end.close()
+
 def case_atomic_access(ctl, name, how):
     end = End(mr_size=4096, mr_access=RWA, fill=0x66)
     if VM == 1:
@@ -1268,6 +1309,7 @@ CASES = [
     ("zero-length", case_zero_length),
     ("atomic", case_atomic),
     ("atomic-misaligned", case_atomic_misaligned),
+    ("modify-rts", case_modify_rts),
     ("atomic-no-qp-access", lambda c, n: case_atomic_access(c, n, "qp")),
     ("atomic-no-mr-access", lambda c, n: case_atomic_access(c, n, "mr")),
     ("atomic-write", lambda c, n: case_atomic_write(c, n, "ok")),
