@@ -90,6 +90,18 @@ gid_index6() {
 	return 1
 }
 
+# relay_results PREFIX FILE: a test program's "ok NAME" / "not ok NAME"
+# lines in FILE become this suite's cases PREFIX-NAME.
+relay_results() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "$1-${line#ok }" ;;
+		"not ok "*) not_ok "$1-${line#not ok }" ;;
+		esac
+	done <"$2"
+}
+
 # retry SECONDS CMD...: rerun CMD until it succeeds (e.g. a client whose
 # server is not listening yet) or SECONDS pass.  The pause between tries
 # starts at 0.1 s and doubles up to 1 s: most waits end within a second,

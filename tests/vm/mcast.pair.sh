@@ -27,7 +27,7 @@ check "gid6-vm$VM" test -n "$GID6"
 # mcast_case NAME MGID GID_INDEX PORT: one run of the tool; its "ok"/"not
 # ok" lines become this suite's cases.
 mcast_case() {
-	local name=$1 mgid=$2 gidx=$3 port=$4 out=/tmp/$1.out rc pid line rcvd0
+	local name=$1 mgid=$2 gidx=$3 port=$4 out=/tmp/$1.out rc pid rcvd0
 	rcvd0=$(port_counter rcvd_pkts)
 	if [ "$VM" = 1 ]; then
 		timeout -k 5 120 "$TOOL" recv "$IBDEV" "$gidx" "$mgid" "$port" >"$out" 2>&1 &
@@ -42,12 +42,7 @@ mcast_case() {
 		rc=$?
 	fi
 	grep -avE '^(not )?ok ' "$out" | cat -v | sed 's/^/    /' | head -n 40
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "$name-${line#ok }" ;;
-		"not ok "*) not_ok "$name-${line#not ok }" ;;
-		esac
-	done <"$out"
+	relay_results "$name" "$out"
 	check "$name-exit-vm$VM" test "$rc" -eq 0
 	if [ "$VM" = 1 ]; then
 		# 25 datagrams, one packet each, whatever the number of QPs.

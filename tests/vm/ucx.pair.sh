@@ -39,7 +39,7 @@ done
 # ucp_case NAME TRANSPORT UCX_TLS PORT: one run of the program over
 # TRANSPORT; its "ok"/"not ok" lines become this suite's cases.
 ucp_case() {
-	local name=$1 tl=$2 tls=$3 port=$4 out=/tmp/$1.out rc pid line sent0 rcvd0
+	local name=$1 tl=$2 tls=$3 port=$4 out=/tmp/$1.out rc pid sent0 rcvd0
 	sent0=$(port_counter sent_bytes) rcvd0=$(port_counter rcvd_bytes)
 	export UCX_TLS=$tls UCX_NET_DEVICES=$IBDEV:1 UCX_IB_GID_INDEX=$GID
 	if [ "$VM" = 1 ]; then
@@ -56,12 +56,7 @@ ucp_case() {
 	fi
 	unset UCX_TLS UCX_NET_DEVICES UCX_IB_GID_INDEX
 	grep -avE '^(not )?ok ' "$out" | cat -v | sed 's/^/    /' | head -n 80
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "$name-${line#ok }" ;;
-		"not ok "*) not_ok "$name-${line#not ok }" ;;
-		esac
-	done <"$out"
+	relay_results "$name" "$out"
 	check "$name-exit-vm$VM" test "$rc" -eq 0
 	# ucp_ep_print_info's lanes: "lane[N]: K:TRANSPORT/DEVICE:PORT ...".
 	check "$name-lanes-on-$tl-vm$VM" grep -E "lane\[[0-9]+\]: +[0-9]+:$tl/$IBDEV:1" "$out"
@@ -144,12 +139,7 @@ else
 		--mca pml ucx --mca btl self /tmp/mpi-rank >/tmp/mpi.out 2>&1
 	rc=$?
 	grep -avE '^(not )?ok ' /tmp/mpi.out | cat -v | sed 's/^/    /' | tail -n 60
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "mpi-${line#ok }" ;;
-		"not ok "*) not_ok "mpi-${line#not ok }" ;;
-		esac
-	done </tmp/mpi.out
+	relay_results mpi /tmp/mpi.out
 	check "mpi-exit" test "$rc" -eq 0
 	check "mpi-both-ranks-reported" bash -c "grep -c '^ok allgather-rank[01]\$' /tmp/mpi.out | grep -qx 2"
 	check "mpi-bytes-crossed-fabric" fabric_moved "$sent0" "$rcvd0" 10
