@@ -16,3 +16,6 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
+
+/* The provider's tracepoints: only their enumeration is allowlisted. */
+#include "../helpers/rrxe_trace.h"

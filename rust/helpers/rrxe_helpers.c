@@ -38,6 +38,8 @@
 #include <net/route.h>
 #include <net/netns/generic.h>
 #include <net/sock.h>
+
+#include "rrxe_trace.h"
 #include <rdma/ib_cache.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -1099,4 +1101,58 @@ bool rrxe_helper_llist_add(struct llist_node *new, struct llist_head *head)
 struct llist_node *rrxe_helper_llist_del_all(struct llist_head *head)
 {
 	return llist_del_all(head);
+}
+
+/*
+ * rrxe_trace.h: one call per event.  Each trace_*() tests its tracepoint's
+ * static key first; the _enabled() helpers let the callers skip decoding a
+ * packet nobody traces.
+ */
+
+void rrxe_helper_trace_qp_state(const struct ib_device *ibdev, u32 qpn,
+				u32 old_state, u32 new_state)
+{
+	trace_rrxe_qp_state(ibdev, qpn, old_state, new_state);
+}
+
+bool rrxe_helper_trace_send_pkt_enabled(void)
+{
+	return trace_rrxe_send_pkt_enabled();
+}
+
+void rrxe_helper_trace_send_pkt(const struct ib_device *ibdev, u32 qpn,
+				u32 dest_qpn, u32 psn, u8 opcode, u32 len,
+				bool ackreq)
+{
+	trace_rrxe_send_pkt(ibdev, qpn, dest_qpn, psn, opcode, len, ackreq);
+}
+
+bool rrxe_helper_trace_recv_pkt_enabled(void)
+{
+	return trace_rrxe_recv_pkt_enabled();
+}
+
+void rrxe_helper_trace_recv_pkt(const struct ib_device *ibdev, u32 qpn,
+				u32 dest_qpn, u32 psn, u8 opcode, u32 len,
+				bool ackreq)
+{
+	trace_rrxe_recv_pkt(ibdev, qpn, dest_qpn, psn, opcode, len, ackreq);
+}
+
+void rrxe_helper_trace_retransmit(const struct ib_device *ibdev, u32 qpn,
+				  u32 psn, u32 reason)
+{
+	trace_rrxe_retransmit(ibdev, qpn, psn, reason);
+}
+
+void rrxe_helper_trace_nak(const struct ib_device *ibdev, u32 qpn, u32 psn,
+			   u8 syndrome, bool sent)
+{
+	trace_rrxe_nak(ibdev, qpn, psn, syndrome, sent);
+}
+
+void rrxe_helper_trace_wc_error(const struct ib_device *ibdev, u32 qpn,
+				u64 wr_id, u32 status, u32 opcode)
+{
+	trace_rrxe_wc_error(ibdev, qpn, wr_id, status, opcode);
 }

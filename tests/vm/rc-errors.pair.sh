@@ -83,15 +83,22 @@
 #                 drained until the receive is posted, then drained
 # The counters (hw_counters, same names on rxe and rrxe) are checked in the
 # case that must move them.
+# The tracepoints (rrxe only; rdma_rxe has none, which the log says): in
+# rnr-retry*, retry-exc and acc-* each VM counts its QP's events in the
+# kernel's trace buffer: packets sent and received by opcode and length,
+# RNR NAKs and NAKs sent and received with their code, retransmissions with
+# their reason, the error completions by wr_id and status, the move to ERR.
 # VM 1 is the responder, VM 2 the requester.
 # runs: rrxe@debug rxe@fast
 # full-runs: rxe@debug
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
+# For the tracepoints (a kernel without tracing has no tracefs).
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 
 cat >/tmp/rc_errors.py <<'EOF'
-import json, os, random, select, socket, sys, time, traceback
+import json, os, random, re, select, socket, sys, time, traceback
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -227,6 +234,44 @@ def events(secs, until=None):
     if got:
         log(f"async events: {got}")
     return got
+
+TRACING = "/sys/kernel/tracing"
+
+def trace_start():
+    """Records rrxe's tracepoints (rust/helpers/rrxe_trace.h) in the kernel's
+    trace buffer; False for a driver that has none (rdma_rxe)."""
+    if not os.path.isdir(f"{TRACING}/events/rrxe"):
+        return False
+    for f, v in (("tracing_on", "0"), ("buffer_size_kb", "4096"), ("trace", ""),
+                 ("events/rrxe/enable", "1"), ("tracing_on", "1")):
+        with open(f"{TRACING}/{f}", "w") as fh:
+            fh.write(v)
+    return True
+
+TRACED = trace_start()
+# "  python3-212 [000] ..s1.  81.5: rrxe_nak: rrxe0 qpn=0x11 psn=0x5 sent ..."
+TRACE_LINE = re.compile(r" (rrxe_\w+): \S+ qpn=(0x[0-9a-f]+) (.*)$")
+
+def trace_take():
+    """The rrxe events recorded since the last call, as (event, qpn, rest of
+    the line); the buffer is emptied."""
+    if not TRACED:
+        return []
+    with open(f"{TRACING}/trace") as f:
+        text = f.read()
+    with open(f"{TRACING}/trace", "w") as f:
+        f.write("")
+    return [(m[1], int(m[2], 16), m[3]) for m in map(TRACE_LINE.search, text.splitlines()) if m]
+
+def trace_expect(name, qpn, want):
+    """QP QPN's events since the case began: for each (event, pattern) of
+    WANT, how many match, against the count WANT gives."""
+    if not TRACED:
+        log(f"{name}: no tracepoints to check on {DRIVER}")
+        return
+    evs = [(ev, rest) for ev, q, rest in trace_take() if q == qpn]
+    got = {k: sum(1 for ev, rest in evs if ev == k[0] and re.search(k[1], rest)) for k in want}
+    expect(f"{name}-trace", got, want)
 
 class End:
     """One RC QP with its CQ and a data MR, and its connection."""
@@ -364,6 +409,10 @@ def case_rnr(ctl, name, rnr_retry):
         ctl.sync("done")
         expect(f"{name}-rnr-naks-sent", delta(c0, "send_rnr_err"), rnr_retry + 1)
         expect(f"{name}-responder-state", end.state(), "RTS")
+        trace_expect(name, end.qp.qp_num, {
+            ("rrxe_recv_pkt", "RC_SEND_ONLY len=64 "): rnr_retry + 1,
+            ("rrxe_nak", "sent RNR_NAK code=1$"): rnr_retry + 1,
+            ("rrxe_qp_state", "-> ERR"): 0})
     else:
         # An ACK timeout of 1 s keeps transport retries out of the count.
         end.connect(ctl.xchg(end.info()), timeout=18, rnr_retry=rnr_retry)
@@ -376,6 +425,12 @@ def case_rnr(ctl, name, rnr_retry):
         check_flush(name, end)
         expect(f"{name}-rnr-naks-rcvd", delta(c0, "rcvd_rnr_err"), rnr_retry + 1)
         expect(f"{name}-rnr-exceeded-counted", delta(c0, "retry_rnr_exceeded_err"), 1)
+        trace_expect(name, end.qp.qp_num, {
+            ("rrxe_send_pkt", "RC_SEND_ONLY len=64 "): rnr_retry + 1,
+            ("rrxe_nak", "received RNR_NAK code=1$"): rnr_retry + 1,
+            ("rrxe_retransmit", " RNR$"): rnr_retry,
+            ("rrxe_wc_error", "wr_id=0x1 RNR_RETRY_EXC_ERR "): 1,
+            ("rrxe_qp_state", "RTS -> ERR$"): 1})
         ctl.sync("done")
     end.close()
 
@@ -434,6 +489,12 @@ def case_retry_exc(ctl, name, retry_cnt=2):
             n = delta(c0, "rcvd_drop_bad_qpn")
             result(f"{name}-dropped-bad-qpn", n >= retry_cnt + 1,
                    f"rcvd_drop_bad_qpn +{n}, want >= {retry_cnt + 1}")
+        if TRACED:
+            # Received (the event comes before the QP look-up), then dropped.
+            n = sum(1 for ev, q, rest in trace_take()
+                    if ev == "rrxe_recv_pkt" and q == qpn and "RC_SEND_ONLY" in rest)
+            result(f"{name}-trace-received", n >= retry_cnt + 1,
+                   f"{n} rrxe_recv_pkt, want >= {retry_cnt + 1}")
         return
     # timeout 10: 4.096 us << 10 = 4.2 ms per attempt.
     end.connect(ctl.xchg(end.info()), timeout=10, retry_cnt=retry_cnt)
@@ -458,6 +519,13 @@ def case_retry_exc(ctl, name, retry_cnt=2):
     check_flush(name, end)
     expect(f"{name}-exceeded-counted", delta(c0, "retry_exceeded_err"), 1)
     expect(f"{name}-retries-counted", delta(c0, "completer_retry_err"), retry_cnt)
+    # Each attempt sends the three SENDs again from the first.
+    trace_expect(name, end.qp.qp_num, {
+        ("rrxe_send_pkt", "RC_SEND_ONLY len=64 "): 3 * (retry_cnt + 1),
+        ("rrxe_retransmit", " TIMEOUT$"): retry_cnt,
+        ("rrxe_wc_error", "wr_id=0x1 RETRY_EXC_ERR "): 1,
+        ("rrxe_wc_error", "wr_id=0x2 WR_FLUSH_ERR "): 1,
+        ("rrxe_qp_state", "RTS -> ERR$"): 1})
     ctl.sync("done")
     end.close()
 
@@ -542,6 +610,11 @@ def case_access(ctl, name, how):
         # No receive completion reports the violation of a WRITE without
         # immediate data: an async event does (IBTA C9-222.1).
         expect(f"{name}-responder-event", events(5, until="QP_ACCESS_ERR"), ["QP_ACCESS_ERR"])
+        trace_expect(name, end.qp.qp_num, {
+            ("rrxe_recv_pkt", "RC_RDMA_WRITE_ONLY "): 1,
+            ("rrxe_nak", "sent NAK code=2$"): 1,
+            ("rrxe_wc_error", "wr_id=0x5 WR_FLUSH_ERR "): 1,
+            ("rrxe_qp_state", "RTS -> ERR$"): 1})
         ro.close()
     else:
         r = ctl.xchg(end.info())
@@ -559,6 +632,11 @@ def case_access(ctl, name, how):
         expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_REM_ACCESS_ERR)])
         expect(f"{name}-state", end.state_after("ERR"), "ERR")
         check_flush(name, end)
+        trace_expect(name, end.qp.qp_num, {
+            ("rrxe_send_pkt", "RC_RDMA_WRITE_ONLY "): 1,
+            ("rrxe_nak", "received NAK code=2$"): 1,
+            ("rrxe_wc_error", "wr_id=0x1 REM_ACCESS_ERR "): 1,
+            ("rrxe_qp_state", "RTS -> ERR$"): 1})
         ctl.sync("done")
     end.close()
 
@@ -1358,6 +1436,7 @@ def main():
         log(f"case {name}")
         # Events a case left unread are not the next one's.
         events(0)
+        trace_take()
         try:
             fn(ctl, name)
         except Exception as ex:

@@ -33,6 +33,7 @@ pub mod srq;
 mod sysfs;
 pub(crate) mod table;
 pub(crate) mod timer;
+pub mod trace;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;

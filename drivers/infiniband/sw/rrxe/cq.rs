@@ -24,9 +24,11 @@ use crate::{
         eopnotsupp,
         lock::SpinLockIrq,
         queue::QueueBuf,
+        trace,
         udata::Udata,
         wc::{
             Wc,
+            WcStatus,
             KERNEL_WC_SIZE,
             UVERBS_WC_SIZE, //
         },
@@ -253,6 +255,11 @@ impl RrxeCq {
     /// Posts a completion. A full CQ reports `IB_EVENT_CQ_ERR` and returns
     /// `EBUSY`; the completion handler runs without the CQ lock held.
     pub(crate) fn post(cq: &Cq<Rrxe>, wc: &Wc, solicited: bool) -> Result {
+        if wc.status != WcStatus::Success {
+            // CAST: `enum ib_wc_status`, as the event shows it.
+            let status = wc.status as u32;
+            trace::wc_error(cq.device(), wc.qp_num, wc.wr_id, status, wc.opcode);
+        }
         let mut inner = cq.inner.lock();
         if let Err(e) = inner.push(wc) {
             let first = !inner.overrun;

@@ -64,6 +64,7 @@ use crate::{
             Sge, //
         },
         queue::QueueBuf,
+        trace,
         udata::Udata,
         wc::{
             Wc,
@@ -981,6 +982,7 @@ impl RrxeQp {
         let mut run = false;
         if m & mask::STATE != 0 {
             let next = new.qp_state();
+            trace::qp_state(qp.device(), qp.qp_num(), st.attr.qp_state(), next);
             st.attr.set_qp_state(next);
             st.attr.set_cur_qp_state(next);
             match next {

@@ -102,6 +102,10 @@ use crate::{
             Qp,
             QpTimer, //
         },
+        trace::{
+            self,
+            RetransmitReason, //
+        },
         wc::{
             Wc,
             WcStatus, //
@@ -379,6 +383,7 @@ fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
 /// Moves the QP to ERR after an error completion: every other WQE is
 /// flushed and the timers stop.
 pub(crate) fn to_error(qp: &Qp<Rrxe>, st: &mut State) {
+    trace::qp_state(qp.device(), qp.qp_num(), st.attr.qp_state(), qp_state::ERR);
     st.attr.set_qp_state(qp_state::ERR);
     st.attr.set_cur_qp_state(qp_state::ERR);
     st.attr.set_sq_draining(0);
@@ -974,6 +979,12 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
                     st.req.comp_psn
                 };
                 st.req.comp_psn = from;
+                trace::retransmit(
+                    qp.device(),
+                    qp.qp_num(),
+                    from.get(),
+                    RetransmitReason::ImpliedNak,
+                );
                 set_position(st, from, mtu);
             } else {
                 st.req.comp_psn = psn.next();
@@ -987,6 +998,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
         }
         Syndrome::RnrNak { timer } => {
             counters.inc(Counter::RcvdRnrErr);
+            trace::nak(qp.device(), qp.qp_num(), psn.get(), aeth.syndrome, false);
             let p = retire(qp, st, psn.sub(1));
             st.req.comp_psn = psn;
             match rc::take_retry(st.req.rnr_left, true) {
@@ -1015,10 +1027,14 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
             counters.inc(Counter::CompleterRetryErr);
             let p = retire(qp, st, psn.sub(1));
             st.req.comp_psn = psn;
+            let (dev, qpn) = (qp.device(), qp.qp_num());
+            trace::nak(dev, qpn, psn.get(), aeth.syndrome, false);
+            trace::retransmit(dev, qpn, psn.get(), RetransmitReason::SequenceNak);
             set_position(st, psn, mtu);
             p
         }
         Syndrome::Nak(code) => {
+            trace::nak(qp.device(), qp.qp_num(), psn.get(), aeth.syndrome, false);
             retire(qp, st, psn.sub(1));
             st.req.comp_psn = psn;
             let status = match code {
@@ -1210,6 +1226,8 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
     match t {
         QpTimer::Rnr => {
             st.req.rnr_wait = false;
+            let psn = st.req.psn.get();
+            trace::retransmit(qp.device(), qp.qp_num(), psn, RetransmitReason::Rnr);
         }
         QpTimer::Retransmit => {
             st.req.timer_armed = false;
@@ -1231,7 +1249,10 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
                         st.req.retry_left = n;
                         qp.device().counters.inc(Counter::CompleterRetryErr);
                         let mtu = path_mtu(st).bytes();
-                        set_position(st, st.req.comp_psn, mtu);
+                        let psn = st.req.comp_psn;
+                        let reason = RetransmitReason::Timeout;
+                        trace::retransmit(qp.device(), qp.qp_num(), psn.get(), reason);
+                        set_position(st, psn, mtu);
                     }
                     None => {
                         qp.device().counters.inc(Counter::RetryExceededErr);
@@ -1296,6 +1317,9 @@ fn queue_ack_as(
     let Ok(aeth) = Aeth::new(syndrome, msn) else {
         return;
     };
+    if !matches!(syndrome, Syndrome::Ack { .. }) {
+        trace::nak(qp.device(), qp.qp_num(), psn.get(), aeth.syndrome, true);
+    }
     let bth = Bth {
         opcode,
         pkey: DEFAULT_PKEY,

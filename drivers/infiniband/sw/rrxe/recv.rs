@@ -49,7 +49,10 @@ use crate::{
             self,
             Transport, //
         },
-        packet::parse_packet, //
+        packet::{
+            parse_packet,
+            Packet, //
+        },
     },
     rdma::{
         device::{
@@ -57,6 +60,10 @@ use crate::{
             RegisteredDevice, //
         },
         qp::qp_type,
+        trace::{
+            self,
+            PktFields, //
+        },
         Gid, //
     },
 };
@@ -151,6 +158,9 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     if !pkey_matches_default(pkt.bth().pkey) {
         return Err(Counter::RcvdDropBadPkey);
     }
+    if trace::recv_pkt_enabled() {
+        trace::recv_pkt(dev, &trace_fields(pkt.bth().dest_qpn, &pkt));
+    }
     if pkt.bth().dest_qpn == MULTICAST_QPN {
         // Only UD QPs join groups.
         check_transport(qp_type::UD, pkt.info().transport)?;
@@ -197,6 +207,20 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
         received.hold(skb);
     }
     Ok(())
+}
+
+/// The fields the packet events show of `pkt`, for QP `qpn`.
+pub(crate) fn trace_fields(qpn: u32, pkt: &Packet<'_>) -> PktFields {
+    let bth = pkt.bth();
+    PktFields {
+        qpn,
+        dest_qpn: bth.dest_qpn,
+        psn: bth.psn.get(),
+        opcode: bth.opcode.0,
+        // CAST: the payload of one packet fits in a `u32`.
+        len: pkt.payload().len() as u32,
+        ackreq: bth.ack_req,
+    }
 }
 
 // The protocol core's copy of `enum ib_qp_type`, which `qp_accepts` reads.

@@ -37,6 +37,7 @@ use crate::{
         icrc,
         packet::{
             packet_len,
+            parse_packet,
             write_headers,
             ExtHeaders, //
         },
@@ -46,7 +47,8 @@ use crate::{
     },
     rdma::{
         device::Device,
-        qp::Qp, //
+        qp::Qp,
+        trace, //
     },
 };
 use kernel::{
@@ -175,6 +177,19 @@ pub(crate) fn tx_room(qp: &Qp<Rrxe>) -> bool {
     qp.tx_credit().may_send(qp.txq.len())
 }
 
+/// Event `rrxe_send_pkt` for `skb`, a packet of QP `qpn` with its IP and
+/// UDP headers.
+fn trace_send(dev: &Device<Rrxe>, qpn: u32, skb: &mut SkBuff) {
+    if !trace::send_pkt_enabled() {
+        return;
+    }
+    if let Some((_, _, roce)) = skb.ip_udp_payload() {
+        if let Ok(pkt) = parse_packet(roce) {
+            trace::send_pkt(dev, &super::recv::trace_fields(qpn, &pkt));
+        }
+    }
+}
+
 /// Hands the packets queued on `qp` to the IP stack. Never called with the
 /// QP's state lock held (the IP stack must run with interrupts enabled).
 pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
@@ -195,8 +210,9 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
         if !qp.start_sending() {
             return;
         }
-        while let Some(skb) = qp.txq.pop_front() {
+        while let Some(mut skb) = qp.txq.pop_front() {
             let len = skb.len();
+            trace_send(dev, qp.qp_num(), &mut skb);
             if skb.dst_is_loopback() {
                 // To an address of this host: straight to the receive path,
                 // as the C driver's loopback does (the IP stack would hand
