@@ -35,6 +35,7 @@
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
+#include <net/netlink.h>
 #include <net/route.h>
 #include <net/netns/generic.h>
 #include <net/sock.h>
@@ -1101,6 +1102,23 @@ bool rrxe_helper_llist_add(struct llist_node *new, struct llist_head *head)
 struct llist_node *rrxe_helper_llist_del_all(struct llist_head *head)
 {
 	return llist_del_all(head);
+}
+
+/* include/net/netlink.h: the nest of a driver's restrack details. */
+
+struct nlattr *rrxe_helper_nla_nest_start(struct sk_buff *msg, int attrtype)
+{
+	return nla_nest_start(msg, attrtype);
+}
+
+void rrxe_helper_nla_nest_end(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_end(msg, start);
+}
+
+void rrxe_helper_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_cancel(msg, start);
 }
 
 /*

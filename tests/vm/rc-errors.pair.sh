@@ -83,6 +83,13 @@
 #                 drained until the receive is posted, then drained
 # The counters (hw_counters, same names on rxe and rrxe) are checked in the
 # case that must move them.
+#   res-details   a 3-packet SEND waiting on RNR NAKs of 491 ms: during
+#                 the wait and after, `rdma res show qp -dd` shows (rrxe
+#                 only; rdma_rxe has no driver details, printed) the
+#                 requester back at its first PSN with 3 PSNs unacknowledged,
+#                 in its RNR wait without an ACK timer, the responder
+#                 expecting that PSN with MSN 0; after the receive is
+#                 posted, both moved by 3 PSNs and the MSN by one
 # The tracepoints (rrxe only; rdma_rxe has none, which the log says): in
 # rnr-retry*, retry-exc and acc-* each VM counts its QP's events in the
 # kernel's trace buffer: packets sent and received by opcode and length,
@@ -98,7 +105,7 @@ GID=$(gid_index "$IBDEV" "$MY_IP")
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 
 cat >/tmp/rc_errors.py <<'EOF'
-import json, os, random, re, select, socket, sys, time, traceback
+import json, os, random, re, select, socket, subprocess, sys, time, traceback
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -473,6 +480,72 @@ def case_rnr_infinite(ctl, name):
         ctl.sync("done")
     end.close()
 
+def res_details(qpn):
+    """The QP's entry of `rdma -j -dd res show qp`, numbers as ints (the
+    driver's hexadecimal details come as strings)."""
+    out = subprocess.run(["rdma", "-j", "-dd", "res", "show", "qp", "link", f"{DEV}/1",
+                          "lqpn", str(qpn)], capture_output=True, text=True).stdout
+    qps = json.loads(out or "[]")
+    d = qps[0] if qps else {}
+    return {k: int(v, 0) if isinstance(v, str) and v.startswith("0x") else v
+            for k, v in d.items()}
+
+# The driver's details (rrxe only; `rdma res show qp -dd`).
+DETAILS = ["sq_next_psn", "sq_unacked_psn", "sq_unacked", "rnr_retry_left", "rnr_wait",
+           "ack_timer", "rq_expected_psn", "msn"]
+
+def case_res_details(ctl, name):
+    """A 3-packet SEND waits on RNR NAKs of 491 ms (no receive posted) and
+    then completes: the transport state `rdma res show qp -dd` shows on
+    both sides, during the wait and after."""
+    size = 3000
+    end = End(mr_size=4096, fill=0x60 + VM)
+    def shown(when, want):
+        d = res_details(end.qp.qp_num)
+        log(f"{when}: {d}")
+        # iproute2 names the driver's details drv_NAME.
+        expect(f"{name}-{when}", {k: d.get("drv_" + k) for k in want}, want)
+    if VM == 1:
+        # min_rnr_timer 31: the requester waits 491.52 ms after each RNR NAK.
+        r = ctl.xchg(end.info())
+        end.connect(r, min_rnr_timer=31)
+        ctl.sync("posted")
+        time.sleep(0.3)
+        if DRIVER == "rrxe":
+            # Nothing accepted yet.
+            shown("waiting-responder", {"rq_expected_psn": r["psn"], "msn": 0})
+        else:
+            log(f"rdma res show qp -dd on {DRIVER}: {res_details(end.qp.qp_num)}")
+        ctl.sync("seen")
+        end.post_recv(7)
+        expect(f"{name}-recv", statuses(end.poll(1, 30)), [(7, e.IBV_WC_SUCCESS)])
+        if DRIVER == "rrxe":
+            shown("done-responder", {"rq_expected_psn": (r["psn"] + 3) % (1 << 24), "msn": 1})
+        ctl.sync("done")
+    else:
+        end.connect(ctl.xchg(end.info()), rnr_retry=7)
+        end.post_send(1, length=size)
+        ctl.sync("posted")
+        time.sleep(0.3)
+        if DRIVER == "rrxe":
+            # Between two retransmissions the requester is in its RNR wait:
+            # back at the first PSN, 3 PSNs unacknowledged, no ACK timer.
+            for _ in range(10):
+                if res_details(end.qp.qp_num).get("rnr_wait") == 1:
+                    break
+                time.sleep(0.05)
+            shown("rnr-wait", {"sq_next_psn": end.psn, "sq_unacked_psn": end.psn,
+                               "sq_unacked": 3, "rnr_retry_left": 7, "rnr_wait": 1,
+                               "ack_timer": 0})
+        ctl.sync("seen")
+        expect(f"{name}-status", statuses(end.poll(1, 30)), [(1, e.IBV_WC_SUCCESS)])
+        if DRIVER == "rrxe":
+            after = (end.psn + 3) % (1 << 24)
+            shown("done", {"sq_next_psn": after, "sq_unacked_psn": after, "sq_unacked": 0,
+                           "rnr_wait": 0, "ack_timer": 0})
+        ctl.sync("done")
+    end.close()
+
 def case_retry_exc(ctl, name, retry_cnt=2):
     end = End()
     if VM == 1:
@@ -519,9 +592,10 @@ def case_retry_exc(ctl, name, retry_cnt=2):
     check_flush(name, end)
     expect(f"{name}-exceeded-counted", delta(c0, "retry_exceeded_err"), 1)
     expect(f"{name}-retries-counted", delta(c0, "completer_retry_err"), retry_cnt)
-    # Each attempt sends the three SENDs again from the first.
+    # Each attempt sends again from the first SEND (how many of the other
+    # two leave before a 4 ms timeout depends on the host).
     trace_expect(name, end.qp.qp_num, {
-        ("rrxe_send_pkt", "RC_SEND_ONLY len=64 "): 3 * (retry_cnt + 1),
+        ("rrxe_send_pkt", f"psn={end.psn:#x} RC_SEND_ONLY len=64 "): retry_cnt + 1,
         ("rrxe_retransmit", " TIMEOUT$"): retry_cnt,
         ("rrxe_wc_error", "wr_id=0x1 RETRY_EXC_ERR "): 1,
         ("rrxe_wc_error", "wr_id=0x2 WR_FLUSH_ERR "): 1,
@@ -1376,6 +1450,7 @@ CASES = [
     ("rnr-retry0", lambda c, n: case_rnr(c, n, 0)),
     ("rnr-retry2", lambda c, n: case_rnr(c, n, 2)),
     ("rnr-infinite", case_rnr_infinite),
+    ("res-details", case_res_details),
     ("retry-exc", case_retry_exc),
     ("write", case_write),
     ("acc-bad-rkey", lambda c, n: case_access(c, n, "bad-rkey")),

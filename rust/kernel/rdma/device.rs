@@ -73,6 +73,7 @@ use crate::{
             QpInitAttr,
             QpTimer,
             RecvWr,
+            ResDetails,
             SendWr, //
         },
         queue,
@@ -459,6 +460,12 @@ pub trait Driver: Sized + 'static {
     /// ([`Device::lookup_mw`] no longer finds it) and every reference taken
     /// by a lookup is gone.
     fn dealloc_mw(_mw: &Mw<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's own details of `qp` to a resource-tracking netlink
+    /// answer (`rdma res show qp -dd` prints them), through `out`.
+    fn fill_res_qp_entry(_qp: &Qp<Self>, _out: &mut ResDetails<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -1250,6 +1257,11 @@ impl<T: Driver> OpsTable<T> {
             None
         },
         size_ib_mw: Mw::<T>::SIZE,
+        fill_res_qp_entry: if T::HAS_FILL_RES_QP_ENTRY {
+            Some(Qp::<T>::fill_res_entry_callback)
+        } else {
+            None
+        },
         mmap: Some(queue::mmap_callback),
         mmap_free: Some(queue::mmap_free_callback),
         size_ib_cq: Cq::<T>::SIZE,

@@ -34,11 +34,15 @@ use crate::{
     },
 };
 use core::{
+    marker::PhantomData,
     ops::Deref,
     ptr::NonNull, //
 };
 use kernel::{
-    error::from_result,
+    error::{
+        from_result,
+        to_result, //
+    },
     prelude::*,
     sync::{
         aref::AlwaysRefCounted,
@@ -1327,6 +1331,48 @@ impl<T: Driver> Qp<T> {
         })
     }
 
+    /// `fill_res_qp_entry` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core`'s netlink code, in process context, for a live QP
+    /// and a message being built.
+    pub(crate) unsafe extern "C" fn fill_res_entry_callback(
+        msg: *mut bindings::sk_buff,
+        ptr: *mut bindings::ib_qp,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let qp = unsafe { Self::from_raw(ptr) };
+            // The details go in one `RDMA_NLDEV_ATTR_DRIVER` nest.
+            // SAFETY: `msg` is the message being built, valid for the call.
+            let nest = unsafe {
+                bindings::nla_nest_start(
+                    msg,
+                    bindings::rdma_nldev_attr_RDMA_NLDEV_ATTR_DRIVER as c_int,
+                )
+            };
+            if nest.is_null() {
+                return Err(EMSGSIZE);
+            }
+            let mut out = ResDetails {
+                msg,
+                _p: PhantomData,
+            };
+            let r = T::fill_res_qp_entry(qp, &mut out);
+            // SAFETY: `nest` was opened in `msg` above and nothing after it
+            // was closed.
+            unsafe {
+                match r {
+                    Ok(()) => bindings::nla_nest_end(msg, nest),
+                    Err(_) => bindings::nla_nest_cancel(msg, nest),
+                }
+            }
+            r?;
+            Ok(0)
+        })
+    }
+
     /// `destroy_qp` callback.
     ///
     /// # Safety
@@ -1470,5 +1516,34 @@ impl<T: Driver> Deref for Qp<T> {
 
     fn deref(&self) -> &T::QpData {
         &self.data
+    }
+}
+
+/// The driver-specific attributes of a resource-tracking netlink answer
+/// (`RDMA_NLDEV_ATTR_DRIVER`), which `rdma res show ... -dd` prints as
+/// `name value` pairs.
+pub struct ResDetails<'a> {
+    msg: *mut bindings::sk_buff,
+    _p: PhantomData<&'a mut bindings::sk_buff>,
+}
+
+impl ResDetails<'_> {
+    /// Adds `name` with the decimal value `v`.
+    pub fn put_u32(&mut self, name: &CStr, v: u32) -> Result {
+        // SAFETY: `msg` is the message being built for the call that made
+        // `self`; `name` is a NUL-terminated string.
+        to_result(unsafe { bindings::rdma_nl_put_driver_u32(self.msg, name.as_char_ptr(), v) })
+    }
+
+    /// Adds `name` with the value `v`, shown in hexadecimal.
+    pub fn put_u32_hex(&mut self, name: &CStr, v: u32) -> Result {
+        // SAFETY: As in `put_u32`.
+        to_result(unsafe { bindings::rdma_nl_put_driver_u32_hex(self.msg, name.as_char_ptr(), v) })
+    }
+
+    /// Adds `name` with the decimal value `v`.
+    pub fn put_u64(&mut self, name: &CStr, v: u64) -> Result {
+        // SAFETY: As in `put_u32`.
+        to_result(unsafe { bindings::rdma_nl_put_driver_u64(self.msg, name.as_char_ptr(), v) })
     }
 }

@@ -60,6 +60,7 @@ use crate::{
             QpInitAttr,
             QpTimer,
             RecvWr,
+            ResDetails,
             SendWr,
             Sge, //
         },
@@ -1313,6 +1314,21 @@ impl RrxeQp {
         tx::send_queued(qp);
         // Retries exhausted move the QP to ERR.
         Self::report_events(qp);
+    }
+
+    /// Adds the transport state to a `rdma res show qp` answer: that of
+    /// [`rc::details`] and the packets queued for the IP stack.
+    pub(crate) fn fill_res_entry(&self, out: &mut ResDetails<'_>) -> Result {
+        let details = rc::details(&self.state.lock());
+        for (name, v, hex) in details {
+            if hex {
+                out.put_u32_hex(name, v)?;
+            } else {
+                out.put_u32(name, v)?;
+            }
+        }
+        // CAST: a queue of packets bounded by the transmit credit.
+        out.put_u32(c"txq", self.txq.len() as u32)
     }
 
     /// Reports the attributes.

@@ -295,6 +295,29 @@ impl Req {
     }
 }
 
+/// One driver detail of a QP for `rdma res show qp -dd`: name, value, and
+/// whether it reads best in hexadecimal (PSNs).
+pub(crate) type Detail = (&'static CStr, u32, bool);
+
+/// The transport state `rdma res show qp -dd` shows of a connected QP,
+/// beyond the attributes the RDMA core prints itself (the C driver shows
+/// none): where the requester and responder stand and what they wait for.
+pub(crate) fn details(st: &State) -> [Detail; 10] {
+    let r = &st.req;
+    [
+        (c"sq_next_psn", r.psn.get(), true),
+        (c"sq_unacked_psn", r.comp_psn.get(), true),
+        (c"sq_unacked", rc::in_flight(r.comp_psn, r.sent_end), false),
+        (c"retry_left", u32::from(r.retry_left), false),
+        (c"rnr_retry_left", u32::from(r.rnr_left), false),
+        (c"rnr_wait", u32::from(r.rnr_wait), false),
+        (c"ack_timer", u32::from(r.timer_armed), false),
+        (c"rd_atomic_in_flight", r.reads_in_flight, false),
+        (c"rq_expected_psn", st.resp.epsn.get(), true),
+        (c"msn", st.resp.msn, false),
+    ]
+}
+
 impl Resp {
     /// Resets the responder to expect `psn`.
     pub(crate) fn reset(&mut self, psn: Psn) {

@@ -56,6 +56,7 @@ use crate::rdma::{
         QpInitAttr,
         QpTimer,
         RecvWr,
+        ResDetails,
         SendWr, //
     },
     srq::{
@@ -358,6 +359,10 @@ impl Driver for Rrxe {
 
     fn query_qp(qp: &Qp<Self>) -> Result<(QpAttr, bool)> {
         Ok(qp.query())
+    }
+
+    fn fill_res_qp_entry(qp: &Qp<Self>, out: &mut ResDetails<'_>) -> Result {
+        qp.fill_res_entry(out)
     }
 
     fn destroy_qp(qp: &Qp<Self>) -> Result {
