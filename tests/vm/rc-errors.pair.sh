@@ -90,6 +90,15 @@
 #                 in its RNR wait without an ACK timer, the responder
 #                 expecting that PSN with MSN 0; after the receive is
 #                 posted, both moved by 3 PSNs and the MSN by one
+#   qp-counter    `rdma statistic qp set link DEV/1 auto type on` (rrxe
+#                 only; rdma_rxe refuses it, printed), then three 3-packet
+#                 SENDs RNR NAKed until VM 1 posts its receives 0.3 s late:
+#                 `rdma statistic qp show` has the QP's packets, RNR NAKs,
+#                 SENDs and receives; the port's hw_counters and `rdma
+#                 statistic show` (the port's own values plus its
+#                 counters', which the driver leaves out of its own) moved
+#                 by exactly the counter's values, neither less nor twice,
+#                 before and after the QP is destroyed
 # The tracepoints (rrxe only; rdma_rxe has none, which the log says): in
 # rnr-retry*, retry-exc and acc-* each VM counts its QP's events in the
 # kernel's trace buffer: packets sent and received by opcode and length,
@@ -545,6 +554,81 @@ def case_res_details(ctl, name):
                            "rnr_wait": 0, "ack_timer": 0})
         ctl.sync("done")
     end.close()
+
+def rdma_json(*args):
+    out = subprocess.run(["rdma", "-j", *args], capture_output=True, text=True)
+    return json.loads(out.stdout or "[]"), out.returncode, out.stderr.strip()
+
+def port_stats():
+    """`rdma statistic show`: the port's counters with its QP counters'."""
+    st, _, _ = rdma_json("statistic", "show", "link", f"{DEV}/1")
+    return {k: v for k, v in (st[0] if st else {}).items() if isinstance(v, int)}
+
+def qp_counter(qpn):
+    """The QP counter QPN is bound to, from `rdma statistic qp show`."""
+    st, _, _ = rdma_json("statistic", "qp", "show", "link", f"{DEV}/1")
+    for c in st:
+        if re.search(rf"\b{qpn}\b", json.dumps(c.get("lqpn", ""))):
+            return c
+    return {}
+
+COUNTED = ["sent_pkts", "rcvd_pkts", "rcvd_rnr_err", "send_rnr_err", "rdma_sends",
+           "rdma_recvs", "sent_bytes", "rcvd_bytes"]
+
+def case_qp_counter(ctl, name):
+    """Three 3-packet SENDs, RNR NAKed until VM 1 posts its receives
+    0.3 s late, on QPs bound to a QP counter by the auto mode: the
+    counter shows their packets and RNR NAKs, and the port's hw_counters
+    and `rdma statistic show` moved by exactly as much, after the QP is
+    gone too."""
+    _, rc, err = rdma_json("statistic", "qp", "set", "link", f"{DEV}/1", "auto", "type", "on")
+    if DRIVER != "rrxe":
+        log(f"auto mode on {DRIVER}: exit {rc} {err}")
+        ctl.sync("done")
+        return
+    expect(f"{name}-auto-mode", rc, 0)
+    c0, s0 = counters(), port_stats()
+    size = 3000
+    end = End(mr_size=4 * 4096, fill=0x70 + VM)
+    if VM == 1:
+        end.connect(ctl.xchg(end.info()), min_rnr_timer=1)
+        ctl.sync("posted")
+        time.sleep(0.3)
+        for i in range(3):
+            end.post_recv(10 + i, i * 4096, 4096)
+        expect(f"{name}-recvs", statuses(end.poll(3, 30)),
+               [(10, e.IBV_WC_SUCCESS), (11, e.IBV_WC_SUCCESS), (12, e.IBV_WC_SUCCESS)])
+    else:
+        end.connect(ctl.xchg(end.info()), rnr_retry=7)
+        for i in range(3):
+            end.post_send(1 + i, off=i * 4096, length=size)
+        ctl.sync("posted")
+        expect(f"{name}-sends", statuses(end.poll(3, 30)),
+               [(1, e.IBV_WC_SUCCESS), (2, e.IBV_WC_SUCCESS), (3, e.IBV_WC_SUCCESS)])
+    ctl.sync("completed")
+    qc = qp_counter(end.qp.qp_num)
+    log(f"counter of QP {end.qp.qp_num}: {qc}")
+    got = {k: qc.get(k) for k in COUNTED}
+    if VM == 1:
+        ok = got["rcvd_pkts"] >= 9 and got["send_rnr_err"] >= 1 and got["rdma_recvs"] == 3
+    else:
+        ok = got["sent_pkts"] >= 9 and got["rcvd_rnr_err"] >= 1 and got["rdma_sends"] == 3
+    result(f"{name}-counter", ok, f"{got}")
+    # The driver leaves the bound QP out of the port's own values and the
+    # core adds the port's counters to them (sysfs and netlink alike): the
+    # port moved by exactly what the QP counted, neither less nor twice.
+    moved = {k: delta(c0, k) for k in COUNTED}
+    expect(f"{name}-port-hw-counters", moved, got)
+    s1 = port_stats()
+    expect(f"{name}-statistic-show", {k: s1.get(k, 0) - s0.get(k, 0) for k in COUNTED}, got)
+    ctl.sync("read")
+    end.close()
+    # The counter went with its last QP; the port keeps its counts.
+    s2 = port_stats()
+    expect(f"{name}-statistic-show-after", {k: s2.get(k, 0) - s0.get(k, 0) for k in COUNTED}, got)
+    _, rc, _ = rdma_json("statistic", "qp", "set", "link", f"{DEV}/1", "auto", "off")
+    expect(f"{name}-auto-off", rc, 0)
+    ctl.sync("done")
 
 def case_retry_exc(ctl, name, retry_cnt=2):
     end = End()
@@ -1451,6 +1535,7 @@ CASES = [
     ("rnr-retry2", lambda c, n: case_rnr(c, n, 2)),
     ("rnr-infinite", case_rnr_infinite),
     ("res-details", case_res_details),
+    ("qp-counter", case_qp_counter),
     ("retry-exc", case_retry_exc),
     ("write", case_write),
     ("acc-bad-rkey", lambda c, n: case_access(c, n, "bad-rkey")),

@@ -37,6 +37,10 @@ use crate::{
             DeviceModify,
             NODE_DESC_LEN, //
         },
+        counter::{
+            Counter,
+            CounterGuard, //
+        },
         cq::{
             Cq,
             CqInitAttr,
@@ -150,6 +154,10 @@ pub trait Driver: Sized + 'static {
 
     /// Per-memory-window state, stored in the `struct ib_mw` allocation.
     type MwData: Send + Sync;
+
+    /// Per-QP-counter state, stored in the `struct rdma_counter` allocation
+    /// ([`Counter`]); starts as its default.
+    type CounterData: Default + Send;
 
     /// The driver id user space matches its provider on.
     const DRIVER_ID: DriverId;
@@ -460,6 +468,25 @@ pub trait Driver: Sized + 'static {
     /// ([`Device::lookup_mw`] no longer finds it) and every reference taken
     /// by a lookup is gone.
     fn dealloc_mw(_mw: &Mw<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Binds `qp` to `counter` (`rdma statistic qp`): from now on the QP's
+    /// events count in the counter, and no longer in the port's own
+    /// values (the core shows a port's values as its own plus those of
+    /// its counters). The counter's other ops follow from this one.
+    fn counter_bind_qp(_counter: &mut CounterGuard<'_, Self>, _qp: &Qp<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Unbinds `qp` from `counter`, which keeps what the QP counted.
+    fn counter_unbind_qp(_counter: &mut CounterGuard<'_, Self>, _qp: &Qp<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Fills `values` (one per counter of [`Driver::alloc_hw_port_stats`])
+    /// with what the QPs bound to `counter` counted since they were bound.
+    fn counter_update_stats(_counter: &mut CounterGuard<'_, Self>, _values: &mut [u64]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -1257,6 +1284,37 @@ impl<T: Driver> OpsTable<T> {
             None
         },
         size_ib_mw: Mw::<T>::SIZE,
+        counter_bind_qp: if T::HAS_COUNTER_BIND_QP {
+            Some(Counter::<T>::bind_qp_callback)
+        } else {
+            None
+        },
+        counter_unbind_qp: if T::HAS_COUNTER_BIND_QP {
+            Some(Counter::<T>::unbind_qp_callback)
+        } else {
+            None
+        },
+        counter_dealloc: if T::HAS_COUNTER_BIND_QP {
+            Some(Counter::<T>::dealloc_callback)
+        } else {
+            None
+        },
+        counter_alloc_stats: if T::HAS_COUNTER_BIND_QP {
+            Some(Counter::<T>::alloc_stats_callback)
+        } else {
+            None
+        },
+        counter_update_stats: if T::HAS_COUNTER_BIND_QP {
+            Some(Counter::<T>::update_stats_callback)
+        } else {
+            None
+        },
+        counter_init: if T::HAS_COUNTER_BIND_QP {
+            Some(Counter::<T>::init_callback)
+        } else {
+            None
+        },
+        size_rdma_counter: Counter::<T>::SIZE,
         fill_res_qp_entry: if T::HAS_FILL_RES_QP_ENTRY {
             Some(Qp::<T>::fill_res_entry_callback)
         } else {

@@ -17,6 +17,7 @@ use kernel::prelude::*;
 pub mod ah;
 pub mod attr;
 pub mod cache;
+pub mod counter;
 pub mod cq;
 pub mod device;
 pub mod hw_counters;

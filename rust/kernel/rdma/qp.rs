@@ -853,7 +853,7 @@ impl<T: Driver> Qp<T> {
     /// # Safety
     ///
     /// `ptr` must be the `ib_qp` of a live `Qp<T>` with initialised data, valid for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp) -> &'a Self {
         // SAFETY: By the safety requirements.
         unsafe { &*ptr.cast::<Self>() }
     }

@@ -76,8 +76,11 @@ pub(crate) struct RrxeDev {
     qkey_viol_base: Atomic<u64>,
     /// Active path MTU in bytes, following the net device MTU.
     active_mtu: Atomic<u32>,
-    /// Port hardware counters.
+    /// Port hardware counters: every event, bound QPs' included.
     pub(crate) counters: Counters,
+    /// The share of `counters` counted by QPs bound to QP counters, which
+    /// `get_hw_stats` leaves out ([`hw_counters::QpCounts`]).
+    pub(crate) bound_counts: Counters,
     /// Keeps the RoCEv2 sockets of the net device's namespace open.
     _ns: NsUse,
     /// Keeps `rdma_rxe` from loading while the device exists.
@@ -128,6 +131,7 @@ impl RrxeDev {
             qkey_viol_base: Atomic::new(0),
             active_mtu: Atomic::new(mtu),
             counters: Counters::new(),
+            bound_counts: Counters::new(),
             _ns: ns?,
             _claim: claim,
             ndev: held,

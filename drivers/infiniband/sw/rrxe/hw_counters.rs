@@ -8,12 +8,18 @@
 //! tools comparing the two see the same files.
 
 use crate::proto::pma::PortCounters;
-use crate::rdma::hw_counters::StatDesc;
+use crate::rdma::{
+    device::Device,
+    hw_counters::StatDesc,
+    qp::Qp, //
+};
 use kernel::prelude::*;
 use kernel::sync::atomic::{
     Atomic,
     Relaxed, //
 };
+
+use super::verbs::Rrxe;
 
 /// A counter; the discriminant is its index in [`DESCS`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -164,6 +170,118 @@ impl Counters {
     }
 }
 
+/// Where a QP's events are counted: always in the device's totals (which
+/// the port's performance management agent reports); while the QP is bound
+/// to a QP counter (`rdma statistic qp`), also in the QP's own counts and in
+/// the device's share of bound QPs, which `get_hw_stats` leaves out: the
+/// RDMA core shows a port (sysfs `hw_counters`, `rdma statistic show`) as
+/// its own values plus those of its QP counters, running and gone.
+pub(crate) struct QpCounts<'a> {
+    total: &'a Counters,
+    bound: Option<(&'a Counters, &'a Counters)>,
+}
+
+impl QpCounts<'_> {
+    /// Adds `n` to counter `c`.
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.total.add(c, n);
+        if let Some((own, share)) = self.bound {
+            own.add(c, n);
+            share.add(c, n);
+        }
+    }
+
+    /// Adds one to counter `c`.
+    pub(crate) fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+}
+
+/// The counts of `qp`'s events.
+pub(crate) fn qp_counts(qp: &Qp<Rrxe>) -> QpCounts<'_> {
+    let dev = qp.device();
+    QpCounts {
+        total: &dev.counters,
+        bound: qp
+            .counter_bound
+            .load(Relaxed)
+            .then_some((&qp.own_counts, &dev.bound_counts)),
+    }
+}
+
+/// The driver's part of a QP counter (`struct rdma_counter`): what its QPs
+/// counted before they left it, and the QPs bound now. Changed only under
+/// the counter's mutex, which the RDMA core holds around bind, unbind and
+/// update.
+#[derive(Default)]
+pub(crate) struct QpCounter {
+    retired: Counters,
+    qpns: KVec<u32>,
+}
+
+impl QpCounter {
+    /// Binds `qp`: its counts start from zero.
+    pub(crate) fn bind(&mut self, qp: &Qp<Rrxe>) -> Result {
+        self.qpns.push(qp.qp_num(), GFP_KERNEL)?;
+        Counters::new().take_from(&qp.own_counts);
+        qp.counter_bound.store(true, Relaxed);
+        Ok(())
+    }
+
+    /// Unbinds `qp`; the counter keeps what it counted.
+    pub(crate) fn unbind(&mut self, qp: &Qp<Rrxe>) {
+        qp.counter_bound.store(false, Relaxed);
+        self.retired.take_from(&qp.own_counts);
+        let qpn = qp.qp_num();
+        self.qpns.retain(|n| *n != qpn);
+    }
+
+    /// Fills `values` with the counter's counts: those of the QPs that
+    /// left, plus those of the QPs bound now.
+    pub(crate) fn read(&self, dev: &Device<Rrxe>, values: &mut [u64]) -> usize {
+        let n = self.retired.read(values);
+        for qpn in self.qpns.iter() {
+            if let Some(qp) = dev.lookup_qp(*qpn) {
+                qp.own_counts.add_to(values);
+            }
+        }
+        n
+    }
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Counters {
+    /// Copies `self` minus `minus` to `values`, counter by counter, and
+    /// returns how many were copied.
+    pub(crate) fn read_less(&self, minus: &Counters, values: &mut [u64]) -> usize {
+        let mut n = 0;
+        for ((v, c), m) in values.iter_mut().zip(&self.0).zip(&minus.0) {
+            *v = c.load(Relaxed).saturating_sub(m.load(Relaxed));
+            n += 1;
+        }
+        n
+    }
+
+    /// Moves every count of `from` into `self`; `from` is left at zero.
+    pub(crate) fn take_from(&self, from: &Counters) {
+        for (c, f) in self.0.iter().zip(&from.0) {
+            c.add(f.xchg(0, Relaxed), Relaxed);
+        }
+    }
+
+    /// Adds the counts to `values`, counter by counter.
+    pub(crate) fn add_to(&self, values: &mut [u64]) {
+        for (v, c) in values.iter_mut().zip(&self.0) {
+            *v = v.saturating_add(c.load(Relaxed));
+        }
+    }
+}
+
 #[kunit_tests(rrxe_hw_counters)]
 mod tests {
     use super::*;
@@ -188,5 +306,31 @@ mod tests {
         // A shorter buffer gets a prefix.
         let mut short = [0u64; 3];
         assert_eq!(c.read(&mut short), 3);
+    }
+
+    #[test]
+    fn bound_share_moves_between_counters() {
+        // What get_hw_stats shows is the total less the bound share.
+        let (total, share) = (Counters::new(), Counters::new());
+        total.add(Counter::SentPkts, 10);
+        share.add(Counter::SentPkts, 4);
+        let mut v = [0u64; NUM];
+        assert_eq!(total.read_less(&share, &mut v), NUM);
+        assert_eq!(v[Counter::SentPkts as usize], 6);
+
+        // Unbinding moves a QP's counts into its counter and zeroes them.
+        let (own, retired) = (Counters::new(), Counters::new());
+        own.add(Counter::RcvdRnrErr, 3);
+        retired.add(Counter::RcvdRnrErr, 2);
+        retired.take_from(&own);
+        assert_eq!(retired.get(Counter::RcvdRnrErr), 5);
+        assert_eq!(own.get(Counter::RcvdRnrErr), 0);
+
+        // A counter's value: what left plus what its QPs hold now.
+        own.add(Counter::RcvdRnrErr, 1);
+        let mut v = [0u64; NUM];
+        retired.read(&mut v);
+        own.add_to(&mut v);
+        assert_eq!(v[Counter::RcvdRnrErr as usize], 6);
     }
 }

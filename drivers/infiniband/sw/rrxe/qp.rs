@@ -84,6 +84,7 @@ use kernel::{
 
 use super::{
     cq::RrxeCq,
+    hw_counters::Counters,
     mr::access,
     param,
     rc::{
@@ -638,6 +639,11 @@ pub(crate) struct RrxeQp {
     /// `State::tx` is resolved: lets `prepare_tx` skip the state lock on
     /// every packet (written under the lock, read without it).
     tx_ready: Atomic<bool>,
+    /// Bound to a QP counter (`rdma statistic qp`): events also count in
+    /// `own_counts` ([`super::hw_counters::qp_counts`]).
+    pub(crate) counter_bound: Atomic<bool>,
+    /// What the QP counted since it was bound to its QP counter.
+    pub(crate) own_counts: Counters,
     /// Index from the QP pool (`None` for the GSI QP).
     index: Option<u32>,
     /// Identity no other QP of the device ever has (QPNs are reused): what
@@ -821,6 +827,8 @@ impl RrxeQp {
             sq_drained_event: Atomic::new(false),
             access_err_event: Atomic::new(false),
             tx_ready: Atomic::new(false),
+            counter_bound: Atomic::new(false),
+            own_counts: Counters::new(),
             index,
             uid,
             sq_sig_all,

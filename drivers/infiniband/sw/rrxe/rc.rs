@@ -116,7 +116,10 @@ use kernel::prelude::*;
 
 use super::{
     cq::RrxeCq,
-    hw_counters::Counter,
+    hw_counters::{
+        qp_counts,
+        Counter, //
+    },
     mem::{
         self,
         MemError,
@@ -353,7 +356,7 @@ fn path_mtu(st: &State) -> PathMtu {
 /// Without one, nothing is sent: the retransmit timer tries again.
 fn tx_ctx<'a>(qp: &Qp<Rrxe>, st: &'a mut State) -> Option<&'a TxCtx> {
     if st.tx.is_none() {
-        qp.device().counters.inc(Counter::SendErr);
+        qp_counts(qp).inc(Counter::SendErr);
     }
     st.tx.as_ref()
 }
@@ -393,7 +396,7 @@ fn meta(st: &State, idx: u32) -> WqeMeta {
 fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
     let m = meta(st, st.sq.consumer());
     if m.send {
-        qp.device().counters.inc(Counter::RdmaSends);
+        qp_counts(qp).inc(Counter::RdmaSends);
     }
     if status != WcStatus::Success || m.signaled {
         let w = wc(qp, m.wr_id, status, m.wc_opcode, m.len);
@@ -966,7 +969,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     }
     // `ack_deferred` is the C driver's count of responses handed to its
     // completer task (`RXE_CNT_SENDER_SCHED`): every response received.
-    qp.device().counters.inc(Counter::AckDeferred);
+    qp_counts(qp).inc(Counter::AckDeferred);
     match pkt.info().operation {
         Operation::RdmaReadResponse => return on_read_response(qp, st, pkt, sq_sig_all),
         Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt, sq_sig_all),
@@ -984,7 +987,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
         return;
     }
     let mtu = path_mtu(st).bytes();
-    let counters = &qp.device().counters;
+    let counters = qp_counts(qp);
     let progress = match syndrome {
         Syndrome::Ack { .. } => {
             let p = retire(qp, st, psn);
@@ -1102,7 +1105,7 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         if !st.req.read_gap {
             st.req.read_gap = true;
             // No NAK was received (`rcvd_seq_err`): the completer retries.
-            qp.device().counters.inc(Counter::CompleterRetryErr);
+            qp_counts(qp).inc(Counter::CompleterRetryErr);
             let from = st.req.comp_psn;
             set_position(st, from, mtu);
             run_requester(qp, st, sq_sig_all);
@@ -1270,7 +1273,7 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
                 match rc::take_retry(st.req.retry_left, true) {
                     Some(n) => {
                         st.req.retry_left = n;
-                        qp.device().counters.inc(Counter::CompleterRetryErr);
+                        qp_counts(qp).inc(Counter::CompleterRetryErr);
                         let mtu = path_mtu(st).bytes();
                         let psn = st.req.comp_psn;
                         let reason = RetransmitReason::Timeout;
@@ -1278,7 +1281,7 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
                         set_position(st, psn, mtu);
                     }
                     None => {
-                        qp.device().counters.inc(Counter::RetryExceededErr);
+                        qp_counts(qp).inc(Counter::RetryExceededErr);
                         fail_head(qp, st, WcStatus::RetryExcErr);
                         return;
                     }
@@ -1357,7 +1360,7 @@ fn queue_ack_as(
     };
     match tx.build(&bth, &ext, 0, |_| Ok(())) {
         Ok(skb) => qp.txq.push_back(skb),
-        Err(_) => qp.device().counters.inc(Counter::SendErr),
+        Err(_) => qp_counts(qp).inc(Counter::SendErr),
     }
 }
 
@@ -1427,7 +1430,7 @@ fn recv_wc(
 fn complete_recv(qp: &Qp<Rrxe>, st: &mut State, w: Wc, solicited: bool) {
     if let Some(r) = st.resp.recv.take() {
         if w.status == WcStatus::Success {
-            qp.device().counters.inc(Counter::RdmaRecvs);
+            qp_counts(qp).inc(Counter::RdmaRecvs);
         }
         if !r.from_srq {
             if let Some(rq) = &mut st.rq {
@@ -1564,7 +1567,7 @@ fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
     let dest_qpn = st.attr.dest_qp_num();
     let State { tx, resp, .. } = &mut *st;
     let Some(tx) = tx.as_ref() else {
-        dev.counters.inc(Counter::SendErr);
+        qp_counts(qp).inc(Counter::SendErr);
         resp.read = None;
         return;
     };
@@ -1602,7 +1605,7 @@ fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
         match built {
             Ok(skb) => qp.txq.push_back(skb),
             Err(_) => {
-                dev.counters.inc(Counter::SendErr);
+                qp_counts(qp).inc(Counter::SendErr);
                 break;
             }
         }
@@ -1810,7 +1813,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let info = pkt.info();
     let bth = pkt.bth();
     let psn = bth.psn;
-    let counters = &qp.device().counters;
+    let counters = qp_counts(qp);
     match psn.region(st.resp.epsn) {
         PsnRegion::Expected => st.resp.nak_sent = false,
         PsnRegion::Duplicate => {

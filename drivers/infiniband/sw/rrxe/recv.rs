@@ -69,7 +69,10 @@ use crate::{
 };
 
 use super::{
-    hw_counters::Counter,
+    hw_counters::{
+        qp_counts,
+        Counter, //
+    },
     icrc::KernelCrc32,
     mcast,
     qp::RrxeQp,
@@ -198,10 +201,10 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     };
     check_transport(qp.qp_type(), pkt.info().transport)?;
 
-    dev.counters.inc(Counter::RcvdPkts);
+    let counts = qp_counts(&qp);
+    counts.inc(Counter::RcvdPkts);
     // CAST: lengths of one IP packet fit in a `u64`.
-    dev.counters
-        .add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
+    counts.add(Counter::RcvdBytes, (ip.len() + data.len()) as u64);
     let received = RrxeQp::rcv(&qp, &pkt, ip, skb.protocol(), vlan_id);
     if received.taken() == Taken::Hold {
         received.hold(skb);

@@ -57,7 +57,10 @@ use kernel::{
 };
 
 use super::{
-    hw_counters::Counter,
+    hw_counters::{
+        qp_counts,
+        Counter, //
+    },
     icrc::KernelCrc32,
     verbs::Rrxe, //
 };
@@ -200,6 +203,7 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
         return;
     }
     let dev = qp.device();
+    let counts = qp_counts(qp);
     let net = dev.ndev().net();
     // Whoever holds the sending token must not be preempted or interrupted
     // by softirqs on this CPU: packets others queue (ACKs from the receive
@@ -217,9 +221,9 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
                 // To an address of this host: straight to the receive path,
                 // as the C driver's loopback does (the IP stack would hand
                 // it back on `lo`, which carries no rrxe device).
-                dev.counters.inc(Counter::SentPkts);
+                counts.inc(Counter::SentPkts);
                 // CAST: the length of one packet.
-                dev.counters.add(Counter::SentBytes, len as u64);
+                counts.add(Counter::SentBytes, len as u64);
                 super::recv::deliver_local(dev, skb);
                 continue;
             }
@@ -227,11 +231,11 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
             // flow control.
             match qp.xmit(net, skb) {
                 Ok(()) => {
-                    dev.counters.inc(Counter::SentPkts);
+                    counts.inc(Counter::SentPkts);
                     // CAST: the length of one packet.
-                    dev.counters.add(Counter::SentBytes, len as u64);
+                    counts.add(Counter::SentBytes, len as u64);
                 }
-                Err(_) => dev.counters.inc(Counter::SendErr),
+                Err(_) => counts.inc(Counter::SendErr),
             }
         }
         // A packet queued after the last pop but before the flag was

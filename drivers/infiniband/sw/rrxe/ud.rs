@@ -55,7 +55,10 @@ use kernel::prelude::*;
 
 use super::{
     cq::RrxeCq,
-    hw_counters::Counter,
+    hw_counters::{
+        qp_counts,
+        Counter, //
+    },
     mem,
     qp::{
         State,
@@ -100,7 +103,7 @@ fn complete_send(
     send: bool,
 ) {
     if send {
-        qp.device().counters.inc(Counter::RdmaSends);
+        qp_counts(qp).inc(Counter::RdmaSends);
     }
     if status != WcStatus::Success || signaled {
         let _ = RrxeCq::post(qp.send_cq(), &wc(qp, wr_id, status, WC_SEND, len), false);
@@ -199,7 +202,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
             // No route even so: the datagram is lost, as on a wire.
             st.ud_route_tries = 0;
-            dev.counters.inc(Counter::SendErr);
+            qp_counts(qp).inc(Counter::SendErr);
             complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
             continue;
         };
@@ -261,7 +264,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 complete_send(qp, st, w.wr_id, signaled, WcStatus::LocProtErr, 0, true);
             }
             Err(_) => {
-                dev.counters.inc(Counter::SendErr);
+                qp_counts(qp).inc(Counter::SendErr);
                 complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
             }
         }
@@ -293,7 +296,7 @@ pub(crate) fn on_request(
     };
     // GSI traffic must carry the well-known Q_Key; others the QP's.
     if deth.qkey != st.attr.qkey() {
-        qp.device().counters.inc(Counter::RcvdDropBadQkey);
+        qp_counts(qp).inc(Counter::RcvdDropBadQkey);
         return;
     }
     let dev = qp.device();
@@ -373,7 +376,7 @@ pub(crate) fn on_request(
     }
     // As the C driver: receives completed successfully.
     if w.status == WcStatus::Success {
-        dev.counters.inc(Counter::RdmaRecvs);
+        qp_counts(qp).inc(Counter::RdmaRecvs);
     }
     let _ = RrxeCq::post(qp.recv_cq(), &w, pkt.bth().se);
 }

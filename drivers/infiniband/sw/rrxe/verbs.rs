@@ -14,6 +14,7 @@ use crate::rdma::{
         DeviceAttr,
         DeviceModify, //
     },
+    counter::CounterGuard,
     cq::{
         Cq,
         CqInitAttr,
@@ -79,7 +80,8 @@ use super::{
     device::RrxeDev,
     hw_counters::{
         self,
-        Counter, //
+        Counter,
+        QpCounter, //
     },
     mr::RrxeMr,
     mw::RrxeMw,
@@ -123,6 +125,7 @@ impl Driver for Rrxe {
     type SrqData = RrxeSrq;
     type AhData = RrxeAh;
     type MwData = RrxeMw;
+    type CounterData = QpCounter;
 
     const DRIVER_ID: DriverId = DriverId::Rxe;
     const UVERBS_ABI_VER: u32 = param::UVERBS_ABI_VERSION;
@@ -361,6 +364,21 @@ impl Driver for Rrxe {
         Ok(qp.query())
     }
 
+    fn counter_bind_qp(counter: &mut CounterGuard<'_, Self>, qp: &Qp<Self>) -> Result {
+        counter.data().bind(qp)
+    }
+
+    fn counter_unbind_qp(counter: &mut CounterGuard<'_, Self>, qp: &Qp<Self>) -> Result {
+        counter.data().unbind(qp);
+        Ok(())
+    }
+
+    fn counter_update_stats(counter: &mut CounterGuard<'_, Self>, values: &mut [u64]) -> Result {
+        let dev = counter.device();
+        counter.data().read(dev, values);
+        Ok(())
+    }
+
     fn fill_res_qp_entry(qp: &Qp<Self>, out: &mut ResDetails<'_>) -> Result {
         qp.fill_res_entry(out)
     }
@@ -440,6 +458,6 @@ impl Driver for Rrxe {
 
     fn get_hw_stats(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result<usize> {
         check_port(port)?;
-        Ok(dev.counters.read(values))
+        Ok(dev.counters.read_less(&dev.bound_counts, values))
     }
 }
