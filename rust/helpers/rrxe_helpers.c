@@ -643,22 +643,9 @@ void rrxe_helper_qbuf_mmap_free(struct rdma_user_mmap_entry *entry)
 	kfree(e);
 }
 
-static void rrxe_qbuf_vma_open(struct vm_area_struct *vma)
-{
-	struct rdma_user_mmap_entry *entry = vma->vm_private_data;
-
-	kref_get(&entry->ref);
-}
-
-static void rrxe_qbuf_vma_close(struct vm_area_struct *vma)
-{
-	rdma_user_mmap_entry_put(vma->vm_private_data);
-}
-
-static const struct vm_operations_struct rrxe_qbuf_vm_ops = {
-	.open = rrxe_qbuf_vma_open,
-	.close = rrxe_qbuf_vma_close,
-};
+/* rrxe_umap.c: registers @vma with the core, which zaps it on disassociate. */
+int rrxe_umap_attach(struct vm_area_struct *vma,
+		     struct rdma_user_mmap_entry *entry);
 
 int rrxe_helper_qbuf_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
@@ -678,10 +665,15 @@ int rrxe_helper_qbuf_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 		rdma_user_mmap_entry_put(entry);
 		return err;
 	}
-	/* The VMA keeps the reference taken by rdma_user_mmap_entry_get(). */
-	vma->vm_private_data = entry;
-	vma->vm_ops = &rrxe_qbuf_vm_ops;
-	return 0;
+	/*
+	 * The VMA keeps the core's vm_ops (set by ib_uverbs_mmap()) and its own
+	 * reference to the entry: the core drops it on munmap, or zaps the VMA
+	 * and drops it when the device goes away under the application, so no
+	 * code of this module runs for the mapping after that.
+	 */
+	err = rrxe_umap_attach(vma, entry);
+	rdma_user_mmap_entry_put(entry);
+	return err;
 }
 
 /* include/rdma/ib_umem.h: the page table of a user MR. */

@@ -226,6 +226,18 @@ pub trait Driver: Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Called when the device goes away while user contexts remain
+    /// (`disassociate_ucontext`), after the RDMA core destroyed the
+    /// context's objects and zapped its mappings. Implementing it tells the
+    /// core that removal need not wait for applications to close the
+    /// device (they get `IBV_EVENT_DEVICE_FATAL` and `EIO` from then on),
+    /// and that an open device does not pin the driver's module. The
+    /// driver's queue mappings must then be the core's (see
+    /// [`super::queue`]).
+    fn disassociate_ucontext(_uctx: &Ucontext<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the state of a new user context.
     fn alloc_ucontext(
         dev: &Device<Self>,
@@ -1205,6 +1217,11 @@ impl<T: Driver> OpsTable<T> {
         dealloc_driver: Some(Self::dealloc_driver_callback),
         alloc_ucontext: Some(Ucontext::<T>::alloc_callback),
         dealloc_ucontext: Some(Ucontext::<T>::dealloc_callback),
+        disassociate_ucontext: if T::HAS_DISASSOCIATE_UCONTEXT {
+            Some(Ucontext::<T>::disassociate_callback)
+        } else {
+            None
+        },
         alloc_pd: Some(Pd::<T>::alloc_callback),
         dealloc_pd: Some(Pd::<T>::dealloc_callback),
         alloc_hw_port_stats: if T::HAS_ALLOC_HW_PORT_STATS {

@@ -87,6 +87,19 @@ impl<T: Driver> Ucontext<T> {
         })
     }
 
+    /// `disassociate_ucontext` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a context whose `alloc_callback` succeeded,
+    /// before `dealloc_callback`.
+    pub(crate) unsafe extern "C" fn disassociate_callback(ptr: *mut bindings::ib_ucontext) {
+        // SAFETY: `ptr` is the `ib_ucontext` of a `Ucontext<T>` whose data is initialised, by the
+        // safety requirements.
+        let this = unsafe { &*Self::container(ptr) };
+        T::disassociate_ucontext(this);
+    }
+
     /// `dealloc_ucontext` callback.
     ///
     /// # Safety

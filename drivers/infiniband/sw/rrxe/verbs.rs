@@ -255,6 +255,13 @@ impl Driver for Rrxe {
         Ok(())
     }
 
+    // Nothing of rrxe's outlives the context's objects, which the core has
+    // destroyed by now, and its queue mappings are the core's, zapped by
+    // now too; having the op lets `rdma link delete`, a netdev's removal
+    // and `rmmod rrxe` go on while applications keep the device open (the
+    // C driver has none, and its removal waits for them).
+    fn disassociate_ucontext(_uctx: &crate::rdma::ucontext::Ucontext<Self>) {}
+
     fn alloc_ucontext(
         _dev: &Device<Self>,
         _udata: Option<&Udata>,
