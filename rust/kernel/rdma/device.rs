@@ -780,18 +780,24 @@ impl UverbsCmd {
 ///
 /// `ptr` points to a valid `Device<T>` with initialised data, owned by `self`
 /// (the reference from `_ib_alloc_device`), not registered, whose ops are
-/// those of [`OpsTable<T>`].
+/// those of [`OpsTable<T>`]. `net` is the namespace the device was
+/// allocated in, which the RDMA core records without a reference and needs
+/// until registration.
 pub struct UnregisteredDevice<T: Driver> {
     ptr: NonNull<Device<T>>,
+    net: ARef<net::namespace::Namespace>,
 }
 
 impl<T: Driver> UnregisteredDevice<T> {
-    /// Allocates a device and initialises the driver's state in place.
-    pub fn new(data: impl PinInit<T::Data, Error>) -> Result<Self> {
-        // SAFETY: `init_net` is a static that lives forever; `SIZE` is at least the size of
+    /// Allocates a device in network namespace `net` and initialises the
+    /// driver's state in place. The RDMA core puts it in `init_net` instead
+    /// unless the RDMA subsystem is in exclusive mode (`rdma system set
+    /// netns exclusive`).
+    pub fn new(net: &net::namespace::Namespace, data: impl PinInit<T::Data, Error>) -> Result<Self> {
+        // SAFETY: `net` is alive for the call, and `Self` keeps a reference to it until the
+        // device is registered, as `_ib_alloc_device` requires. `SIZE` is at least the size of
         // `struct ib_device` (the C struct is the first field).
-        let raw =
-            unsafe { bindings::_ib_alloc_device(Device::<T>::SIZE, &raw mut bindings::init_net) };
+        let raw = unsafe { bindings::_ib_alloc_device(Device::<T>::SIZE, net.as_raw()) };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // CAST: `ib` is the first field of the `#[repr(C)]` struct `Device<T>`.
         let dev = raw.cast::<Device<T>>();
@@ -836,7 +842,10 @@ impl<T: Driver> UnregisteredDevice<T> {
         unsafe { bindings::ib_set_device_ops(raw.as_ptr(), &ops) };
 
         // INVARIANT: The device is valid, initialised, unregistered and owned by `Self`.
-        Ok(Self { ptr: dev })
+        Ok(Self {
+            ptr: dev,
+            net: net.into(),
+        })
     }
 
     fn ib(&mut self) -> &mut bindings::ib_device {
@@ -918,8 +927,12 @@ impl<T: Driver> UnregisteredDevice<T> {
             unsafe { bindings::put_device(bindings::ib_device_dev(raw)) };
             return Err(e);
         }
-        // The RDMA core owns the device now: do not free it.
-        core::mem::forget(self);
+        // The RDMA core owns the device now: do not free it, but drop the
+        // namespace reference, which registration no longer needs.
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this.net` is read once and `this` is never dropped, so the reference is
+        // released exactly once.
+        drop(unsafe { ptr::read(&this.net) });
         // SAFETY: `dev` is registered and was never linked, and the reference taken above goes
         // to the list.
         unsafe { T::devices().push(dev) };

@@ -41,7 +41,11 @@ impl LinkOps for RrxeLink {
 
         // Before anything is allocated: `EBUSY` while `rdma_rxe` is loaded.
         let claim = Claim::new(ibdev_name)?;
-        let mut dev = UnregisteredDevice::<Rrxe>::new(RrxeDev::new(ndev, claim))?;
+        // In the net device's namespace: in exclusive mode the device is
+        // then seen (and usable) only there. rdma_rxe allocates every
+        // device in init_net, where a device made from inside a namespace
+        // is out of that namespace's reach.
+        let mut dev = UnregisteredDevice::<Rrxe>::new(ndev.net(), RrxeDev::new(ndev, claim))?;
         dev.mark_name_assigned_by_user();
         dev.set_node_desc(c"rrxe");
         dev.set_ca_ports(1);
