@@ -148,8 +148,10 @@ fi
 if [ -n "$HAVE_EVENTS" ]; then
 	perf record -q -a -e rrxe:rrxe_send_pkt -o /tmp/perf.data 2>/tmp/perf.err &
 	perf_pid=$!
-	# perf has opened its events once it has written the file's header.
+	# perf writes the file's header before it enables its events: give it
+	# time after that.
 	retry 30 test -s /tmp/perf.data
+	sleep 3
 fi
 pingpong pingpong-perf /tmp/pp2.log -c -s 4096 -n 5 -m 1024
 if [ -n "$HAVE_EVENTS" ]; then

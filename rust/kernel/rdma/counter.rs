@@ -62,6 +62,11 @@ impl<'a, T: Driver> CounterGuard<'a, T> {
         unsafe { &mut *self.counter.data.get() }
     }
 
+    /// A number that identifies the counter while it exists (its address).
+    pub fn key(&self) -> usize {
+        core::ptr::from_ref(self.counter) as usize
+    }
+
     /// The device.
     pub fn device(&self) -> &'a Device<T> {
         // SAFETY: `device` is set before `counter_init` and the device
@@ -136,9 +141,8 @@ impl<T: Driver> Counter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: By the safety requirements (type invariant of `Counter`).
-            let mut g = CounterGuard {
-                counter: unsafe { &*counter.cast::<Self>() },
-            };
+            let c = unsafe { &*counter.cast::<Self>() };
+            let mut g = CounterGuard { counter: c };
             // SAFETY: A live QP of our device.
             let qp = unsafe { Qp::<T>::from_raw(ibqp) };
             T::counter_bind_qp(&mut g, qp)?;
@@ -167,9 +171,8 @@ impl<T: Driver> Counter<T> {
             }
             // SAFETY: A bound QP's counter lives while it is bound, and its
             // mutex is held.
-            let mut g = CounterGuard {
-                counter: unsafe { &*counter.cast::<Self>() },
-            };
+            let c = unsafe { &*counter.cast::<Self>() };
+            let mut g = CounterGuard { counter: c };
             // SAFETY: A live QP of our device.
             let qp = unsafe { Qp::<T>::from_raw(ibqp) };
             T::counter_unbind_qp(&mut g, qp)?;
@@ -198,9 +201,8 @@ impl<T: Driver> Counter<T> {
             // held keeps other writers out.
             let values = unsafe { hw_counters::values(stats) };
             // SAFETY: By the safety requirements (type invariant of `Counter`).
-            let mut g = CounterGuard {
-                counter: unsafe { &*counter.cast::<Self>() },
-            };
+            let c = unsafe { &*counter.cast::<Self>() };
+            let mut g = CounterGuard { counter: c };
             T::counter_update_stats(&mut g, values)?;
             Ok(0)
         })

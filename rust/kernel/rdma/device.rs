@@ -793,7 +793,10 @@ impl<T: Driver> UnregisteredDevice<T> {
     /// driver's state in place. The RDMA core puts it in `init_net` instead
     /// unless the RDMA subsystem is in exclusive mode (`rdma system set
     /// netns exclusive`).
-    pub fn new(net: &net::namespace::Namespace, data: impl PinInit<T::Data, Error>) -> Result<Self> {
+    pub fn new(
+        net: &net::namespace::Namespace,
+        data: impl PinInit<T::Data, Error>,
+    ) -> Result<Self> {
         // SAFETY: `net` is alive for the call, and `Self` keeps a reference to it until the
         // device is registered, as `_ib_alloc_device` requires. `SIZE` is at least the size of
         // `struct ib_device` (the C struct is the first field).

@@ -14,17 +14,20 @@ use crate::{
     },
 };
 use kernel::{
+    new_mutex,
     prelude::*,
     sync::aref::ARef,
     sync::atomic::{
         Atomic,
         Relaxed, //
     }, //
+    sync::Mutex,
 };
 
 use super::{
     coexist::Claim,
     hw_counters::{
+        BoundQps,
         Counter,
         Counters, //
     },
@@ -78,9 +81,10 @@ pub(crate) struct RrxeDev {
     active_mtu: Atomic<u32>,
     /// Port hardware counters: every event, bound QPs' included.
     pub(crate) counters: Counters,
-    /// The share of `counters` counted by QPs bound to QP counters, which
+    /// The QPs bound to QP counters, whose share of `counters`
     /// `get_hw_stats` leaves out ([`hw_counters::QpCounts`]).
-    pub(crate) bound_counts: Counters,
+    #[pin]
+    pub(crate) bound_qps: Mutex<BoundQps>,
     /// Keeps the RoCEv2 sockets of the net device's namespace open.
     _ns: NsUse,
     /// Keeps `rdma_rxe` from loading while the device exists.
@@ -131,7 +135,7 @@ impl RrxeDev {
             qkey_viol_base: Atomic::new(0),
             active_mtu: Atomic::new(mtu),
             counters: Counters::new(),
-            bound_counts: Counters::new(),
+            bound_qps <- new_mutex!(BoundQps::default(), "RrxeDev::bound_qps"),
             _ns: ns?,
             _claim: claim,
             ndev: held,

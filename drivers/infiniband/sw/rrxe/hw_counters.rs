@@ -170,25 +170,24 @@ impl Counters {
     }
 }
 
-/// Where a QP's events are counted: always in the device's totals (which
-/// the port's performance management agent reports); while the QP is bound
-/// to a QP counter (`rdma statistic qp`), also in the QP's own counts and in
-/// the device's share of bound QPs, which `get_hw_stats` leaves out: the
-/// RDMA core shows a port (sysfs `hw_counters`, `rdma statistic show`) as
-/// its own values plus those of its QP counters, running and gone.
+/// Where a QP's events are counted: in the device's totals (which the
+/// port's performance management agent reports) and in the QP's own counts.
+/// A QP counter (`rdma statistic qp`) owns what its QPs count between the
+/// snapshots taken at bind and unbind ([`BoundQps`]); `get_hw_stats` leaves
+/// that out, because the RDMA core shows a port (sysfs `hw_counters`,
+/// `rdma statistic show`) as its own values plus its counters', running and
+/// gone. Each event lands on one side of a snapshot, so nothing is lost or
+/// counted twice however the counting races with binding.
 pub(crate) struct QpCounts<'a> {
     total: &'a Counters,
-    bound: Option<(&'a Counters, &'a Counters)>,
+    own: &'a Counters,
 }
 
 impl QpCounts<'_> {
     /// Adds `n` to counter `c`.
     pub(crate) fn add(&self, c: Counter, n: u64) {
         self.total.add(c, n);
-        if let Some((own, share)) = self.bound {
-            own.add(c, n);
-            share.add(c, n);
-        }
+        self.own.add(c, n);
     }
 
     /// Adds one to counter `c`.
@@ -199,54 +198,99 @@ impl QpCounts<'_> {
 
 /// The counts of `qp`'s events.
 pub(crate) fn qp_counts(qp: &Qp<Rrxe>) -> QpCounts<'_> {
-    let dev = qp.device();
     QpCounts {
-        total: &dev.counters,
-        bound: qp
-            .counter_bound
-            .load(Relaxed)
-            .then_some((&qp.own_counts, &dev.bound_counts)),
+        total: &qp.device().counters,
+        own: &qp.own_counts,
+    }
+}
+
+/// Values of all counters.
+pub(crate) type Values = [u64; NUM];
+
+/// A QP bound to a QP counter: its counts when it was bound.
+struct BoundQp {
+    qpn: u32,
+    /// The counter ([`crate::rdma::counter::CounterGuard::key`]).
+    counter: usize,
+    base: Values,
+}
+
+/// The device's QPs bound to QP counters, and what QPs counted while bound
+/// before they were unbound.
+#[derive(Default)]
+pub(crate) struct BoundQps {
+    qps: KVec<BoundQp>,
+    retired: Values,
+}
+
+/// `values += qp's counts since base`, or nothing if the QP is gone.
+fn add_since(dev: &Device<Rrxe>, qpn: u32, base: &Values, values: &mut Values) {
+    if let Some(qp) = dev.lookup_qp(qpn) {
+        let now = qp.own_counts.snapshot();
+        for ((v, n), b) in values.iter_mut().zip(&now).zip(base) {
+            *v = v.saturating_add(n.saturating_sub(*b));
+        }
+    }
+}
+
+impl BoundQps {
+    /// Binds `qp` to `counter`: from now on what it counts is the counter's.
+    pub(crate) fn bind(&mut self, counter: usize, qp: &Qp<Rrxe>) -> Result {
+        let e = BoundQp {
+            qpn: qp.qp_num(),
+            counter,
+            base: qp.own_counts.snapshot(),
+        };
+        self.qps.push(e, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Unbinds `qp`; what it counted while bound is added to `retired` (the
+    /// counter's) and to the device's.
+    pub(crate) fn unbind(&mut self, dev: &Device<Rrxe>, qp: &Qp<Rrxe>, retired: &mut Values) {
+        let qpn = qp.qp_num();
+        let Some(i) = self.qps.iter().position(|e| e.qpn == qpn) else {
+            return;
+        };
+        let mut delta = [0u64; NUM];
+        add_since(dev, qpn, &self.qps[i].base, &mut delta);
+        for ((r, t), d) in retired.iter_mut().zip(self.retired.iter_mut()).zip(&delta) {
+            *r = r.saturating_add(*d);
+            *t = t.saturating_add(*d);
+        }
+        let _ = self.qps.remove(i);
+    }
+
+    /// The counts of `counter`: `retired` plus what its QPs counted since
+    /// they were bound.
+    pub(crate) fn counter_values(
+        &self,
+        dev: &Device<Rrxe>,
+        counter: usize,
+        retired: &Values,
+    ) -> Values {
+        let mut v = *retired;
+        for e in self.qps.iter().filter(|e| e.counter == counter) {
+            add_since(dev, e.qpn, &e.base, &mut v);
+        }
+        v
+    }
+
+    /// What all QPs counted while bound, now and before.
+    pub(crate) fn bound_share(&self, dev: &Device<Rrxe>) -> Values {
+        let mut v = self.retired;
+        for e in self.qps.iter() {
+            add_since(dev, e.qpn, &e.base, &mut v);
+        }
+        v
     }
 }
 
 /// The driver's part of a QP counter (`struct rdma_counter`): what its QPs
-/// counted before they left it, and the QPs bound now. Changed only under
-/// the counter's mutex, which the RDMA core holds around bind, unbind and
-/// update.
+/// counted while bound before they were unbound.
 #[derive(Default)]
 pub(crate) struct QpCounter {
-    retired: Counters,
-    qpns: KVec<u32>,
-}
-
-impl QpCounter {
-    /// Binds `qp`: its counts start from zero.
-    pub(crate) fn bind(&mut self, qp: &Qp<Rrxe>) -> Result {
-        self.qpns.push(qp.qp_num(), GFP_KERNEL)?;
-        Counters::new().take_from(&qp.own_counts);
-        qp.counter_bound.store(true, Relaxed);
-        Ok(())
-    }
-
-    /// Unbinds `qp`; the counter keeps what it counted.
-    pub(crate) fn unbind(&mut self, qp: &Qp<Rrxe>) {
-        qp.counter_bound.store(false, Relaxed);
-        self.retired.take_from(&qp.own_counts);
-        let qpn = qp.qp_num();
-        self.qpns.retain(|n| *n != qpn);
-    }
-
-    /// Fills `values` with the counter's counts: those of the QPs that
-    /// left, plus those of the QPs bound now.
-    pub(crate) fn read(&self, dev: &Device<Rrxe>, values: &mut [u64]) -> usize {
-        let n = self.retired.read(values);
-        for qpn in self.qpns.iter() {
-            if let Some(qp) = dev.lookup_qp(*qpn) {
-                qp.own_counts.add_to(values);
-            }
-        }
-        n
-    }
+    pub(crate) retired: Values,
 }
 
 impl Default for Counters {
@@ -256,29 +300,24 @@ impl Default for Counters {
 }
 
 impl Counters {
+    /// The values of all counters.
+    pub(crate) fn snapshot(&self) -> Values {
+        let mut v = [0u64; NUM];
+        for (v, c) in v.iter_mut().zip(&self.0) {
+            *v = c.load(Relaxed);
+        }
+        v
+    }
+
     /// Copies `self` minus `minus` to `values`, counter by counter, and
     /// returns how many were copied.
-    pub(crate) fn read_less(&self, minus: &Counters, values: &mut [u64]) -> usize {
+    pub(crate) fn read_less(&self, minus: &Values, values: &mut [u64]) -> usize {
         let mut n = 0;
-        for ((v, c), m) in values.iter_mut().zip(&self.0).zip(&minus.0) {
-            *v = c.load(Relaxed).saturating_sub(m.load(Relaxed));
+        for ((v, c), m) in values.iter_mut().zip(&self.0).zip(minus) {
+            *v = c.load(Relaxed).saturating_sub(*m);
             n += 1;
         }
         n
-    }
-
-    /// Moves every count of `from` into `self`; `from` is left at zero.
-    pub(crate) fn take_from(&self, from: &Counters) {
-        for (c, f) in self.0.iter().zip(&from.0) {
-            c.add(f.xchg(0, Relaxed), Relaxed);
-        }
-    }
-
-    /// Adds the counts to `values`, counter by counter.
-    pub(crate) fn add_to(&self, values: &mut [u64]) {
-        for (v, c) in values.iter_mut().zip(&self.0) {
-            *v = v.saturating_add(c.load(Relaxed));
-        }
     }
 }
 
@@ -309,28 +348,15 @@ mod tests {
     }
 
     #[test]
-    fn bound_share_moves_between_counters() {
+    fn read_less_subtracts_the_bound_share() {
         // What get_hw_stats shows is the total less the bound share.
-        let (total, share) = (Counters::new(), Counters::new());
+        let total = Counters::new();
         total.add(Counter::SentPkts, 10);
-        share.add(Counter::SentPkts, 4);
+        let mut share = [0u64; NUM];
+        share[Counter::SentPkts as usize] = 4;
         let mut v = [0u64; NUM];
         assert_eq!(total.read_less(&share, &mut v), NUM);
         assert_eq!(v[Counter::SentPkts as usize], 6);
-
-        // Unbinding moves a QP's counts into its counter and zeroes them.
-        let (own, retired) = (Counters::new(), Counters::new());
-        own.add(Counter::RcvdRnrErr, 3);
-        retired.add(Counter::RcvdRnrErr, 2);
-        retired.take_from(&own);
-        assert_eq!(retired.get(Counter::RcvdRnrErr), 5);
-        assert_eq!(own.get(Counter::RcvdRnrErr), 0);
-
-        // A counter's value: what left plus what its QPs hold now.
-        own.add(Counter::RcvdRnrErr, 1);
-        let mut v = [0u64; NUM];
-        retired.read(&mut v);
-        own.add_to(&mut v);
-        assert_eq!(v[Counter::RcvdRnrErr as usize], 6);
+        assert_eq!(total.snapshot()[Counter::SentPkts as usize], 10);
     }
 }

@@ -639,10 +639,8 @@ pub(crate) struct RrxeQp {
     /// `State::tx` is resolved: lets `prepare_tx` skip the state lock on
     /// every packet (written under the lock, read without it).
     tx_ready: Atomic<bool>,
-    /// Bound to a QP counter (`rdma statistic qp`): events also count in
-    /// `own_counts` ([`super::hw_counters::qp_counts`]).
-    pub(crate) counter_bound: Atomic<bool>,
-    /// What the QP counted since it was bound to its QP counter.
+    /// What the QP counted ([`super::hw_counters::qp_counts`]), for QP
+    /// counters.
     pub(crate) own_counts: Counters,
     /// Index from the QP pool (`None` for the GSI QP).
     index: Option<u32>,
@@ -827,7 +825,6 @@ impl RrxeQp {
             sq_drained_event: Atomic::new(false),
             access_err_event: Atomic::new(false),
             tx_ready: Atomic::new(false),
-            counter_bound: Atomic::new(false),
             own_counts: Counters::new(),
             index,
             uid,

@@ -1107,6 +1107,8 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
             // No NAK was received (`rcvd_seq_err`): the completer retries.
             qp_counts(qp).inc(Counter::CompleterRetryErr);
             let from = st.req.comp_psn;
+            let reason = RetransmitReason::ImpliedNak;
+            trace::retransmit(qp.device(), qp.qp_num(), from.get(), reason);
             set_position(st, from, mtu);
             run_requester(qp, st, sq_sig_all);
         }

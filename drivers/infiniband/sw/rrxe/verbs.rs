@@ -372,17 +372,28 @@ impl Driver for Rrxe {
     }
 
     fn counter_bind_qp(counter: &mut CounterGuard<'_, Self>, qp: &Qp<Self>) -> Result {
-        counter.data().bind(qp)
+        let key = counter.key();
+        counter.device().bound_qps.lock().bind(key, qp)
     }
 
     fn counter_unbind_qp(counter: &mut CounterGuard<'_, Self>, qp: &Qp<Self>) -> Result {
-        counter.data().unbind(qp);
+        let dev = counter.device();
+        dev.bound_qps
+            .lock()
+            .unbind(dev, qp, &mut counter.data().retired);
         Ok(())
     }
 
     fn counter_update_stats(counter: &mut CounterGuard<'_, Self>, values: &mut [u64]) -> Result {
-        let dev = counter.device();
-        counter.data().read(dev, values);
+        let (dev, key) = (counter.device(), counter.key());
+        let v = dev
+            .bound_qps
+            .lock()
+            .counter_values(dev, key, &counter.data().retired);
+        // Each value written once: the core reads them without the lock.
+        for (o, n) in values.iter_mut().zip(v) {
+            *o = n;
+        }
         Ok(())
     }
 
@@ -465,6 +476,7 @@ impl Driver for Rrxe {
 
     fn get_hw_stats(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result<usize> {
         check_port(port)?;
-        Ok(dev.counters.read_less(&dev.bound_counts, values))
+        let share = dev.bound_qps.lock().bound_share(dev);
+        Ok(dev.counters.read_less(&share, values))
     }
 }
