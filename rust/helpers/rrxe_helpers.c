@@ -376,6 +376,30 @@ u8 *rrxe_helper_skb_push_udp_ip(struct sk_buff *skb, struct dst_entry *dst,
 }
 
 /*
+ * Lets the IP stack fragment @skb, prepared by
+ * rrxe_helper_skb_push_udp_ip() with its IP header written (in linear,
+ * unshared data; -EINVAL for an IPv4 header of the wrong length), when it is
+ * longer than the path MTU, instead of dropping it.  An IPv4 header loses
+ * its DF bit (checksum updated): fragments are sent without it, and the
+ * receiver's reassembly then rebuilds the header as it is now, which
+ * matters because the RoCEv2 ICRC covers the flags.
+ */
+int rrxe_helper_skb_allow_fragments(struct sk_buff *skb)
+{
+	if (skb->protocol == htons(ETH_P_IP)) {
+		struct iphdr *iph = ip_hdr(skb);
+
+		if (skb_network_header_len(skb) < sizeof(*iph) ||
+		    iph->ihl * 4 != skb_network_header_len(skb))
+			return -EINVAL;
+		iph->frag_off &= ~htons(IP_DF);
+		ip_send_check(iph);
+	}
+	skb->ignore_df = 1;
+	return 0;
+}
+
+/*
  * Completes the IPv4 header written at the network header of @skb: an
  * identification from the per-namespace generator of the route's device,
  * and the header checksum.

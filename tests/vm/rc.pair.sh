@@ -2,9 +2,10 @@
 # with data validation (-c) at sizes around the 1024-byte path MTU and up to
 # 64 KiB, in event mode (-e), ibv_srq_pingpong, the RNR path (a SEND with
 # no receive posted), a path MTU (4096) above what the 1500-byte link
-# carries, a ping-pong after thousands of malformed packets, and
-# the port counters moving on both sides, in hw_counters and in the
-# performance management agent's counters.  VM 1 serves, VM 2 is the client.
+# carries, a link MTU that shrinks under a running ping-pong, a ping-pong
+# after thousands of malformed packets, and the port counters moving on
+# both sides, in hw_counters and in the performance management agent's
+# counters.  VM 1 serves, VM 2 is the client.
 # The 1 MiB size runs in rc-large (fast kernel).
 # runs: rrxe@debug rxe@fast
 # full-runs: rxe@debug
@@ -58,6 +59,80 @@ mtu_judge=check
 [ "$DRIVER" = rrxe ] || mtu_judge=shown
 PAIR_JUDGE=$mtu_judge pair rc-pingpong-mtu4096-on-1500 60 \
 	ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -m 4096 -s 8192 -n 20
+
+# A net device MTU that shrinks under a live connection: both VMs go to
+# 9000 bytes and a checked ping-pong in event mode of two 8 MiB messages
+# each way (2048 packets at path MTU 4096) runs. Each VM sets 1500 once it
+# has sent 300 packets: VM 2, which sends first, in the middle of its
+# first message; VM 1 at its own moment. rrxe begins new messages at the
+# 1024 bytes the link now carries, so each VM's second message takes 8192
+# packets; a message begun keeps its 4096-byte packets, which the IP stack
+# fragments (DF cleared, so that the reassembled header matches the
+# ICRC), and the responder takes a message at any path MTU up to the
+# QP's. So the ping-pong completes, VM 2 fragments the rest of its first
+# message and nothing after. Had the QPs kept 4096, each VM would have
+# sent at most 8192 packets, ACKs included, and fragmented all of them.
+# rdma_rxe keeps 4096 and every full packet is dropped: its result is
+# printed, bounded in time, in the complete level.
+snmp_ip() {
+	awk -v k="$1" '/^Ip:/ { if (!c) { for (i = 2; i <= NF; i++) if ($i == k) c = i } else print $c }' /proc/net/snmp
+}
+# /tmp/shrink.py HWC: once this VM has sent 300 packets, sets eth0's MTU
+# to 1500 (SIOCSIFMTU: no program to start, which takes seconds on a busy
+# VM) and records whether the ping-pong was still running then.
+cat >/tmp/shrink.py <<'EOF'
+import fcntl, os, socket, struct, sys, time
+counter = sys.argv[1] + "/sent_pkts"
+def sent():
+    with open(counter) as f:
+        return int(f.read())
+def pingpong_running():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "ibv_rc_pingpong":
+                    return True
+        except OSError:
+            pass
+    return False
+start, state = sent(), "not started"
+deadline = time.monotonic() + 240
+while time.monotonic() < deadline:
+    if sent() - start >= 300:
+        state = "running" if pingpong_running() else "ended"
+        break
+    time.sleep(0.02)
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+fcntl.ioctl(sock, 0x8922, struct.pack("16si20x", b"eth0", 1500))  # SIOCSIFMTU
+with open("/tmp/mtu-live.state", "w") as f:
+    print(state, file=f)
+EOF
+if [ "$DRIVER" = rrxe ] || [ "${TEST_LEVEL:-full}" = full ]; then
+	check "mtu-9000-vm$VM" ip link set eth0 mtu 9000
+	barrier mtu-live-9000
+	frag0=$(snmp_ip FragCreates) icrc0=$(cat "$HWC/rcvd_drop_bad_icrc")
+	sent_live0=$(cat "$HWC/sent_pkts")
+	rm -f /tmp/mtu-live.state
+	python3 /tmp/shrink.py "$HWC" &
+	watcher=$!
+	live_secs=300
+	[ "$DRIVER" = rrxe ] || live_secs=60
+	PAIR_JUDGE=$mtu_judge pair rc-pingpong-mtu-shrinks-live "$live_secs" \
+		ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -e -m 4096 -s 8388608 -n 2
+	wait "$watcher"
+	frags=$(($(snmp_ip FragCreates) - frag0)) sent_live=$(($(cat "$HWC/sent_pkts") - sent_live0))
+	echo "# mtu-shrinks-live on $DRIVER: MTU 1500 set while the ping-pong had $(cat /tmp/mtu-live.state); $sent_live packets sent, $frags IP fragments made, $(snmp_ip ReasmOKs) packets reassembled, $(($(cat "$HWC/rcvd_drop_bad_icrc") - icrc0)) ICRC drops"
+	if [ "$DRIVER" = rrxe ]; then
+		check "mtu-shrinks-live-mid-run-vm$VM" grep -qx running /tmp/mtu-live.state
+		check "mtu-shrinks-live-no-icrc-drops-vm$VM" test "$(cat "$HWC/rcvd_drop_bad_icrc")" -eq "$icrc0"
+		check "mtu-shrinks-live-new-messages-at-1024-vm$VM" test "$sent_live" -ge 9500
+		# At most one message's 2048 packets, 3 fragments each, and a few
+		# windows of 128 packets retried.
+		check "mtu-shrinks-live-few-fragments-vm$VM" test "$frags" -le 7000
+		[ "$VM" = 1 ] || check "mtu-shrinks-live-begun-message-fragmented" test "$frags" -gt 0
+	fi
+	barrier mtu-live-done
+fi
 pair rc-pingpong-events 300 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -e -s 4096 -n 200
 pair srq-pingpong 300 ibv_srq_pingpong -d "$IBDEV" -g "$GID" -s 4096 -n 200
 

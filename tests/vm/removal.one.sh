@@ -12,6 +12,14 @@
 #   delete-streaming  a loopback ping-pong in event mode (-e), 4 KiB
 #                     messages without end: `rdma link delete` returns
 #                     within 10 s and both ends exit with an error
+#   netdev-deleted    a device on one end of a veth pair, the holder on
+#                     it stopped: `ip link delete` of the veth returns
+#                     within 10 s and the device is gone; after SIGCONT
+#                     the holder gets DEVICE_FATAL and EIO
+#   delete-kernel-ulp an NVMe-oF host (nvme-rdma) connected over the device
+#                     to a target (nvmet-rdma) in the same VM, I/O checked:
+#                     `rdma link delete` returns within 10 s, the host's
+#                     controller is gone and the modules unload
 #   rmmod-stopped     the holder stopped: `rmmod rrxe` (with its device)
 #                     returns within 10 s; after SIGCONT the holder gets
 #                     DEVICE_FATAL and EIO; rrxe loads again and works
@@ -21,7 +29,7 @@
 # after 10 s, and how long the delete took is printed, not judged.
 # runs: rrxe@debug
 # full-runs: rxe@debug
-# timeout: 400
+# timeout: 600
 
 check "link-add" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
@@ -79,11 +87,11 @@ timed() {
 	return $rc
 }
 
-# holder_start: the holder, with its output in /tmp/holder.out; waits until
-# it holds its objects.
+# holder_start [DEV]: the holder on DEV (default the device under test),
+# with its output in /tmp/holder.out; waits until it holds its objects.
 holder_start() {
 	rm -f /tmp/holder.out
-	python3 /tmp/holder.py "$IBDEV" 60 >/tmp/holder.out 2>&1 &
+	python3 /tmp/holder.py "${1:-$IBDEV}" 60 >/tmp/holder.out 2>&1 &
 	HOLDER=$!
 	retry 60 grep -q ready /tmp/holder.out
 }
@@ -172,6 +180,87 @@ ends_failed() {
 check "delete-streaming-ends-failed" ends_failed
 kill "$srv" "$cli" 2>/dev/null
 check "delete-streaming-readd" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+
+# netdev-deleted
+VDEV=rrxev0
+veth_up() {
+	ip link add rmv0 type veth peer name rmv1 &&
+		ip link set rmv0 up && ip link set rmv1 up &&
+		rdma link add "$VDEV" type rrxe netdev rmv0 &&
+		retry 10 test -e "/sys/class/infiniband/$VDEV"
+}
+check "netdev-device-added" veth_up
+holder_start "$VDEV"
+check "netdev-holder-ready" grep -q ready /tmp/holder.out
+kill -STOP "$HOLDER"
+check "netdev-deleted" timed 10 ip link delete rmv0
+check "netdev-deleted-device-gone" retry 10 test ! -e "/sys/class/infiniband/$VDEV"
+kill -CONT "$HOLDER"
+check "netdev-deleted-fatal-eio" holder_saw
+
+# delete-kernel-ulp
+CFS=/sys/kernel/config
+NQN=nqn.2026-12.io.rrxe:removal
+SUB=$CFS/nvmet/subsystems/$NQN
+NVPORT=$CFS/nvmet/ports/1
+# find_ns: the block device of the namespace of our subsystem.
+find_ns() {
+	local c b
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
+		for b in /sys/block/"${c##*/}"n1 /sys/block/nvme*n1; do
+			[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+		done
+	done
+	return 1
+}
+host_ctrls() { grep -lx "$NQN" /sys/class/nvme/nvme*/subsysnqn 2>/dev/null | wc -l; }
+target_up() {
+	modprobe brd rd_nr=1 rd_size=16384 && modprobe nvmet-rdma && modprobe nvme-rdma || return 1
+	mountpoint -q "$CFS" || mount -t configfs configfs "$CFS"
+	mkdir "$SUB" &&
+		echo 1 >"$SUB/attr_allow_any_host" &&
+		mkdir "$SUB/namespaces/1" &&
+		echo -n /dev/ram0 >"$SUB/namespaces/1/device_path" &&
+		echo 1 >"$SUB/namespaces/1/enable" &&
+		mkdir "$NVPORT" &&
+		echo rdma >"$NVPORT/addr_trtype" &&
+		echo ipv4 >"$NVPORT/addr_adrfam" &&
+		echo "$MY_IP" >"$NVPORT/addr_traddr" &&
+		echo 4420 >"$NVPORT/addr_trsvcid" &&
+		ln -s "$SUB" "$NVPORT/subsystems/$NQN"
+}
+# ulp_io: 1 MiB written through the host and read back on the target's
+# RAM disk and through the host, compared.
+ulp_io() {
+	local dev
+	dev=$(find_ns) || return 1
+	head -c 1M /dev/urandom >/tmp/ulp.bin
+	timeout 60 dd if=/tmp/ulp.bin of="$dev" bs=64k oflag=direct status=none &&
+		timeout 60 dd if="$dev" of=/tmp/ulp.back bs=64k count=16 iflag=direct status=none &&
+		cmp /tmp/ulp.bin /tmp/ulp.back &&
+		dd if=/dev/ram0 bs=64k count=16 iflag=direct status=none | cmp - /tmp/ulp.bin
+}
+target_listening() {
+	rdma res show cm_id 2>/dev/null | grep -E "(dev|link) $IBDEV[ /].*state LISTEN .*comm \\[nvmet_rdma\\]"
+}
+check "ulp-target-up" target_up
+check "ulp-host-connected" timeout 120 nvme connect -t rdma -n "$NQN" -a "$MY_IP" -s 4420 \
+	--ctrl-loss-tmo=5 --reconnect-delay=1
+check "ulp-namespace" retry 30 find_ns
+check "ulp-io" ulp_io
+check "ulp-target-listening" target_listening
+check "delete-kernel-ulp" timed 10 rdma link delete "$IBDEV"
+check "delete-kernel-ulp-gone" test ! -e "/sys/class/infiniband/$IBDEV"
+check "delete-kernel-ulp-host-ctrl-gone" retry 30 test "$(host_ctrls)" -eq 0
+ulp_down() {
+	rm "$NVPORT/subsystems/$NQN" && rmdir "$NVPORT" &&
+		rmdir "$SUB/namespaces/1" && rmdir "$SUB" &&
+		timeout 60 modprobe -r nvme-rdma nvmet-rdma
+}
+check "delete-kernel-ulp-modules-unload" ulp_down
+check "delete-kernel-ulp-readd" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
 # rmmod-stopped

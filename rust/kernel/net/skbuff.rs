@@ -276,7 +276,8 @@ impl SkBuff {
     /// stays the caller's), clears the control block and hash and scrubs
     /// what an earlier life of the skb left (`skb_scrub_packet`). Like the C
     /// driver it leaves `ignore_df` clear, so an IPv4 packet larger than
-    /// the path MTU is dropped by the IP stack rather than fragmented.
+    /// the path MTU is dropped by the IP stack rather than fragmented
+    /// (unless [`SkBuff::allow_fragments`] is called).
     ///
     /// # Errors
     ///
@@ -324,6 +325,25 @@ impl SkBuff {
             None => put(ip, ipv6_header(h, udp_len))?,
         }
         Ok(())
+    }
+
+    /// After [`SkBuff::push_udp_ip`]: lets the IP stack fragment the packet
+    /// if it is longer than the path MTU, instead of dropping it
+    /// (`skb->ignore_df`). An IPv4 header loses its DF bit, as the
+    /// fragments and the receiver's reassembled packet will have it, so
+    /// anything computed over the header (the RoCEv2 ICRC) must come after.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the IP and UDP headers have not been pushed.
+    pub fn allow_fragments(&mut self) -> Result {
+        if self.ip_udp_payload().is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `self.ptr` is valid and exclusively owned; its network and transport headers
+        // are set, in the linear data and not shared with a clone (`ip_udp_payload` checked
+        // that and made them private), and the helper checks the IPv4 header's length.
+        to_result(unsafe { bindings::skb_allow_fragments(self.as_raw()) })
     }
 
     /// After [`SkBuff::push_udp_ip`]: the IP header, the UDP header and the

@@ -1336,9 +1336,13 @@ impl RrxeQp {
         out.put_u32(c"txq", self.txq.len() as u32)
     }
 
-    /// Reports the attributes.
-    pub(crate) fn query(&self) -> (QpAttr, bool) {
-        (self.state.lock().attr.clone(), self.sq_sig_all)
+    /// Reports the attributes: the path MTU new messages use, lower than
+    /// the one set while the net device carries less.
+    pub(crate) fn query(qp: &Qp<Rrxe>) -> (QpAttr, bool) {
+        let st = qp.state.lock();
+        let mut attr = st.attr.clone();
+        attr.set_path_mtu(super::rc::current_mtu(qp, &st).to_ib_mtu());
+        (attr, qp.sq_sig_all)
     }
 
     /// Destroys the QP: detaches from the CQs and frees the QPN.

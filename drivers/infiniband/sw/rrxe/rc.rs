@@ -178,6 +178,10 @@ pub(crate) struct WqeMeta {
     len: u32,
     first_psn: Psn,
     last_psn: Psn,
+    /// The path MTU of the WQE's packets, fixed at its first one: its
+    /// PSNs and their offsets stay as sent, and a retransmission repeats
+    /// the same packets, even if the QP's MTU has shrunk since.
+    mtu: PathMtu,
     /// An RDMA READ or an atomic: completed only by its responses (READ
     /// responses, the atomic acknowledge), never by a plain ACK.
     rd_atomic: bool,
@@ -247,6 +251,8 @@ pub(crate) struct Resp {
     msn: u32,
     /// The multi-packet message in progress.
     op: InProgress,
+    /// The path MTU of that message, set by its FIRST packet.
+    msg_mtu: u32,
     /// A PSN sequence NAK was sent for the current gap.
     nak_sent: bool,
     /// The receive WQE of the SEND in progress.
@@ -347,8 +353,37 @@ impl Resp {
     }
 }
 
+/// The QP's path MTU attribute, as set at RTR.
 fn path_mtu(st: &State) -> PathMtu {
     PathMtu::from_ib_mtu(st.attr.path_mtu()).unwrap_or(PathMtu::Mtu256)
+}
+
+/// The path MTU of messages begun now: the QP's, or the port's active MTU
+/// while the net device carries less (its MTU shrank after RTR). Packets
+/// at the QP's MTU would be dropped by the IP stack at every retry, a
+/// black hole ending in RETRY_EXC_ERR, as on the C driver, which keeps
+/// the RTR value. A message already begun keeps its MTU ([`WqeMeta::mtu`]);
+/// READs and their responses always use the QP's.
+pub(crate) fn current_mtu(qp: &Qp<Rrxe>, st: &State) -> PathMtu {
+    // From the net device itself, not the port's MTU: the net device
+    // carries its new MTU before the notifier that updates the port runs.
+    let ndev_mtu = qp.device().ndev().mtu();
+    let port = PathMtu::from_ib_mtu(super::mtu::active_mtu(ndev_mtu).to_ib_mtu());
+    path_mtu(st).min(port.unwrap_or(PathMtu::Mtu256))
+}
+
+/// Responder: whether a request packet at `position` with `plen` bytes of
+/// payload has a length to accept, noting the MTU of its message
+/// ([`rc::message_mtu`]).
+fn accept_payload_len(st: &mut State, position: Position, plen: u32) -> bool {
+    let configured = path_mtu(st).bytes();
+    match rc::message_mtu(position, plen, configured, st.resp.msg_mtu) {
+        Some(mtu) => {
+            st.resp.msg_mtu = mtu;
+            true
+        }
+        None => false,
+    }
 }
 
 /// The transmit context, resolved outside the lock by
@@ -429,12 +464,13 @@ fn fail_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
 
 /// Points the requester at `psn`: inside a started WQE, or at the first
 /// WQE not started yet.
-fn set_position(st: &mut State, psn: Psn, mtu: u32) {
+fn set_position(st: &mut State, psn: Psn) {
     let mut idx = st.sq.consumer();
     while sq_before(st, idx, st.req.started_end) {
         let m = meta(st, idx);
         if !psn.before(m.first_psn) && !psn.after(m.last_psn) {
             st.req.next = idx;
+            let mtu = m.mtu.bytes();
             st.req.offset = m.first_psn.distance_to(psn).saturating_mul(mtu);
             st.req.psn = psn;
             return;
@@ -510,8 +546,15 @@ const MAX_MSG_SIZE: u32 = 1 << 31;
 /// Queues the READ request of the WQE at `req.next` for its packets from
 /// `index` on (all of them, or the rest after a retry); `false` if it could
 /// not be built.
-fn send_read_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, index: u32, count: u32) -> bool {
-    let mtu = path_mtu(st).bytes();
+fn send_read_request(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    w: &SendWqe,
+    mtu: PathMtu,
+    index: u32,
+    count: u32,
+) -> bool {
+    let mtu = mtu.bytes();
     let done = index.saturating_mul(mtu).min(w.length);
     let ext = ExtHeaders {
         reth: Some(Reth {
@@ -695,8 +738,6 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     if !complete_local_ops(qp, st) {
         return;
     }
-    let pmtu = path_mtu(st);
-    let mtu = pmtu.bytes();
     let dev = qp.device();
     let pd_id = qp.pd_id();
     // UC sends without acknowledges: no window, and a WQE completes once
@@ -775,6 +816,15 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         };
         let atomic = work == Work::Atomic;
         let empty_read_response = matches!(work, Work::AtomicWrite | Work::Flush);
+        let pmtu = if sq_before(st, idx, st.req.started_end) {
+            meta(st, idx).mtu
+        } else if work == Work::Read {
+            // The responder spends the PSNs this end reserves for the
+            // responses: both count them at the MTU agreed at RTR.
+            path_mtu(st)
+        } else {
+            current_mtu(qp, st)
+        };
         let count = if atomic || empty_read_response {
             1
         } else {
@@ -801,6 +851,7 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                     len: w.length,
                     first_psn: st.req.psn,
                     last_psn: st.req.psn.add(count - 1),
+                    mtu: pmtu,
                     rd_atomic,
                     atomic,
                     empty_read_response,
@@ -822,9 +873,9 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
                 st.req.started_end = st.sq.geo.next(idx);
             }
         }
-        let index = st.req.offset / mtu;
+        let index = st.req.offset / pmtu.bytes();
         if let Work::Read = work {
-            if !send_read_request(qp, st, &w, index, count) {
+            if !send_read_request(qp, st, &w, pmtu, index, count) {
                 break;
             }
             continue;
@@ -986,7 +1037,6 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
         return;
     }
-    let mtu = path_mtu(st).bytes();
     let counters = qp_counts(qp);
     let progress = match syndrome {
         Syndrome::Ack { .. } => {
@@ -1011,11 +1061,11 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
                     from.get(),
                     RetransmitReason::ImpliedNak,
                 );
-                set_position(st, from, mtu);
+                set_position(st, from);
             } else {
                 st.req.comp_psn = psn.next();
                 if st.req.psn.before(st.req.comp_psn) {
-                    set_position(st, st.req.comp_psn, mtu);
+                    set_position(st, st.req.comp_psn);
                 }
             }
             // Even without a retired WQE, the window moved.
@@ -1030,7 +1080,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
             match rc::take_retry(st.req.rnr_left, true) {
                 Some(n) => {
                     st.req.rnr_left = n;
-                    set_position(st, psn, mtu);
+                    set_position(st, psn);
                     st.req.rnr_wait = true;
                     qp.cancel_timer(QpTimer::Retransmit);
                     st.req.timer_armed = false;
@@ -1056,7 +1106,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
             let (dev, qpn) = (qp.device(), qp.qp_num());
             trace::nak(dev, qpn, psn.get(), aeth.syndrome, false);
             trace::retransmit(dev, qpn, psn.get(), RetransmitReason::SequenceNak);
-            set_position(st, psn, mtu);
+            set_position(st, psn);
             p
         }
         Syndrome::Nak(code) => {
@@ -1097,8 +1147,6 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
         return;
     }
-    let pmtu = path_mtu(st);
-    let mtu = pmtu.bytes();
     if psn != st.req.comp_psn {
         // A response was lost: ask again from the first missing one, once
         // per gap.
@@ -1109,7 +1157,7 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
             let from = st.req.comp_psn;
             let reason = RetransmitReason::ImpliedNak;
             trace::retransmit(qp.device(), qp.qp_num(), from.get(), reason);
-            set_position(st, from, mtu);
+            set_position(st, from);
             run_requester(qp, st, sq_sig_all);
         }
         return;
@@ -1130,6 +1178,8 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     {
         return;
     }
+    // The responder answers at the MTU the READ was sent with.
+    let mtu = m.mtu.bytes();
     let offset = m.first_psn.distance_to(psn).saturating_mul(mtu);
     let expect = m.len.saturating_sub(offset).min(mtu);
     let payload = pkt.payload();
@@ -1276,11 +1326,10 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
                     Some(n) => {
                         st.req.retry_left = n;
                         qp_counts(qp).inc(Counter::CompleterRetryErr);
-                        let mtu = path_mtu(st).bytes();
                         let psn = st.req.comp_psn;
                         let reason = RetransmitReason::Timeout;
                         trace::retransmit(qp.device(), qp.qp_num(), psn.get(), reason);
-                        set_position(st, psn, mtu);
+                        set_position(st, psn);
                     }
                     None => {
                         qp_counts(qp).inc(Counter::RetryExceededErr);
@@ -1517,7 +1566,10 @@ fn start_read(
     msn: u32,
 ) -> Result<u32, NakCode> {
     check_reth(qp, reth, Need::RemoteRead)?;
-    let count = packet_count(reth.dma_len, path_mtu(st));
+    // The requester reserved the responses' PSNs at the path MTU set at
+    // RTR, whatever the net device carries now (`current_mtu`).
+    let mtu = path_mtu(st);
+    let count = packet_count(reth.dma_len, mtu);
     let r = ReadStream {
         psn,
         va: reth.va,
@@ -1526,6 +1578,7 @@ fn start_read(
         next: 0,
         count,
         msn,
+        mtu,
     };
     st.resp.reads.record(r);
     st.resp.read = Some(r);
@@ -1565,7 +1618,7 @@ fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
     };
     let dev = qp.device();
     let pd_id = qp.pd_id();
-    let pmtu = path_mtu(st);
+    let pmtu = r.mtu;
     let dest_qpn = st.attr.dest_qp_num();
     let State { tx, resp, .. } = &mut *st;
     let Some(tx) = tx.as_ref() else {
@@ -1691,10 +1744,9 @@ fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let Ok(next_op) = rc::check_op_sequence(st.resp.op, info) else {
         return uc_drop(st, psn);
     };
-    let mtu = path_mtu(st).bytes();
     let payload = pkt.payload();
     let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    if !rc::payload_len_ok(info.position, plen, mtu) {
+    if !accept_payload_len(st, info.position, plen) {
         return uc_drop(st, psn);
     }
     let first = info.position.is_first();
@@ -1825,8 +1877,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
                 // has no side effect to repeat); one not remembered is
                 // dropped (`ReadHistory::replay`).
                 if let Some(reth) = pkt.ext().reth {
-                    let mtu = path_mtu(st).bytes();
-                    if let Some(r) = st.resp.reads.replay(psn, &reth, mtu) {
+                    if let Some(r) = st.resp.reads.replay(psn, &reth) {
                         replay_read(qp, st, r, &reth);
                     }
                 }
@@ -1875,10 +1926,9 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
         Ok(op) => op,
         Err(()) => return resp_fail(qp, st, NakCode::InvalidRequest, None, psn),
     };
-    let mtu = path_mtu(st).bytes();
     let payload = pkt.payload();
     let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    if !rc::payload_len_ok(info.position, plen, mtu) {
+    if !accept_payload_len(st, info.position, plen) {
         return resp_fail(qp, st, NakCode::InvalidRequest, None, psn);
     }
     let first = info.position.is_first();
@@ -2222,12 +2272,9 @@ fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe, sq_sig_all
         len: 0,
         first_psn: st.req.psn,
         last_psn: st.req.psn.sub(1),
-        rd_atomic: false,
-        atomic: false,
-        empty_read_response: false,
         local: true,
         failed: result.is_err(),
-        send: false,
+        ..WqeMeta::default()
     };
     match st.sq_meta.get_mut(idx as usize) {
         Some(slot) => *slot = m,

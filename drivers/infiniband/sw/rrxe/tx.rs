@@ -163,6 +163,13 @@ impl TxCtx {
         }
         let hdr = UdpIpHdr { sport, ..self.hdr };
         skb.push_udp_ip(&self.route, &hdr)?;
+        // Longer than the net device carries: a packet of a message begun
+        // before its MTU shrank, which keeps its size (`rc::current_mtu`).
+        // Fragmented, it still arrives; dropped, it would be lost at
+        // every retry. Before the ICRC, which covers the IPv4 flags.
+        if skb.len() > usize::try_from(self.ndev.mtu()).unwrap_or(usize::MAX) {
+            skb.allow_fragments()?;
+        }
         let (ip, udp, roce) = skb.ip_udp_payload().ok_or(EINVAL)?;
         icrc::generate(&KernelCrc32, ip, udp, roce).map_err(proto_err)?;
         Ok(skb)

@@ -368,7 +368,7 @@ impl Driver for Rrxe {
     }
 
     fn query_qp(qp: &Qp<Self>) -> Result<(QpAttr, bool)> {
-        Ok(qp.query())
+        Ok(RrxeQp::query(qp))
     }
 
     fn counter_bind_qp(counter: &mut CounterGuard<'_, Self>, qp: &Qp<Self>) -> Result {

@@ -12,6 +12,7 @@ use super::aeth::NakCode;
 use super::opcode::{OpcodeInfo, Operation, Position};
 use super::psn::Psn;
 use super::reth::Reth;
+use super::segment::PathMtu;
 
 /// Most packets the requester has outstanding (sent, not acknowledged);
 /// past this it waits for acknowledges (as the C driver's
@@ -84,6 +85,35 @@ pub const fn payload_len_ok(position: Position, len: u32, mtu: u32) -> bool {
         Position::Only => len <= mtu,
         Position::First | Position::Middle => len == mtu,
         Position::Last => len != 0 && len <= mtu,
+    }
+}
+
+/// The path MTU of the message a packet belongs to, if its payload length
+/// is one a responder accepts; `None` otherwise (an Invalid Request).
+///
+/// `configured` is the QP's path MTU and `msg_mtu` the MTU of the message
+/// in progress, which its FIRST packet sets. Every packet of a message but
+/// the last carries the same payload (IBTA Vol 1 §9.7). It is the path MTU
+/// on the C driver (`check_length`), and the QP's path MTU on rrxe unless
+/// the net device's MTU shrank after RTR: the requester then begins new
+/// messages at a lower MTU, finishing those begun at the old one, and the
+/// two ends see the change at different moments. So a FIRST packet may
+/// carry any path MTU up to the QP's, and fixes the message's.
+pub const fn message_mtu(
+    position: Position,
+    len: u32,
+    configured: u32,
+    msg_mtu: u32,
+) -> Option<u32> {
+    let mtu = match position {
+        Position::First if len.is_power_of_two() && len >= PathMtu::Mtu256.bytes() => len,
+        Position::First | Position::Only => configured,
+        Position::Middle | Position::Last => msg_mtu,
+    };
+    if mtu <= configured && payload_len_ok(position, len, mtu) {
+        Some(mtu)
+    } else {
+        None
     }
 }
 
@@ -237,6 +267,9 @@ pub struct ReadStream {
     pub count: u32,
     /// MSN of the responses' AETH.
     pub msn: u32,
+    /// Path MTU of the responses, fixed when the READ is accepted: a
+    /// repeated READ is answered with the same packets.
+    pub mtu: PathMtu,
 }
 
 /// The READs a responder accepted last, by arrival (a ring of
@@ -276,10 +309,10 @@ impl ReadHistory {
     /// it: a READ not remembered, or not naming that range, is not run
     /// again (§9.9.3, class D), since a new READ would skip the QP's
     /// access, sequence and length checks; the requester times out.
-    pub fn replay(&self, psn: Psn, reth: &Reth, mtu: u32) -> Option<ReadStream> {
+    pub fn replay(&self, psn: Psn, reth: &Reth) -> Option<ReadStream> {
         let orig = self.find(psn)?;
         let next = orig.psn.distance_to(psn);
-        let offset = next.saturating_mul(mtu).min(orig.len);
+        let offset = next.saturating_mul(orig.mtu.bytes()).min(orig.len);
         let same = reth.rkey == orig.rkey
             && reth.va == orig.va.wrapping_add(u64::from(offset))
             && reth.dma_len == orig.len - offset;
@@ -356,6 +389,47 @@ mod tests {
         assert!(!payload_len_ok(Position::Last, 0, 1024));
         assert!(payload_len_ok(Position::Last, 1, 1024));
         assert!(!payload_len_ok(Position::Last, 1025, 1024));
+    }
+
+    #[test]
+    fn message_mtu_follows_the_first_packet() {
+        use Position::{First, Last, Middle, Only};
+        // As payload_len_ok at the QP's path MTU.
+        for (pos, len) in [
+            (Only, 0),
+            (Only, 1024),
+            (First, 1024),
+            (Middle, 1024),
+            (Last, 1),
+        ] {
+            assert_eq!(message_mtu(pos, len, 1024, 1024), Some(1024));
+        }
+        for (pos, len) in [
+            (Only, 1025),
+            (First, 1020),
+            (First, 2048),
+            (Middle, 2048),
+            (Last, 0),
+        ] {
+            assert_eq!(message_mtu(pos, len, 1024, 1024), None);
+        }
+        // A QP at 4096 whose ends may have moved to a lower MTU: a message
+        // begun at any path MTU up to 4096 keeps it.
+        for mtu in [256, 512, 1024, 2048, 4096] {
+            assert_eq!(message_mtu(First, mtu, 4096, 0), Some(mtu));
+            assert_eq!(message_mtu(Middle, mtu, 4096, mtu), Some(mtu));
+            assert_eq!(message_mtu(Last, mtu, 4096, mtu), Some(mtu));
+            assert_eq!(message_mtu(Last, mtu + 1, 4096, mtu), None);
+        }
+        assert_eq!(message_mtu(Middle, 1024, 4096, 4096), None);
+        assert_eq!(message_mtu(Middle, 4096, 4096, 1024), None);
+        assert_eq!(message_mtu(Only, 4096, 4096, 1024), Some(4096));
+        assert_eq!(message_mtu(Only, 4097, 4096, 1024), None);
+        // Not a path MTU, or above the QP's.
+        for len in [0, 128, 255, 1000, 1536, 3072, 8192] {
+            assert_eq!(message_mtu(First, len, 4096, 0), None);
+        }
+        assert_eq!(message_mtu(First, 4096, 2048, 0), None);
     }
 
     #[test]
@@ -486,8 +560,9 @@ mod tests {
             rkey: 0x0012_3456,
             len,
             next: 0,
-            count: crate::segment::packet_count(len, crate::segment::PathMtu::Mtu1024),
+            count: crate::segment::packet_count(len, PathMtu::Mtu1024),
             msn,
+            mtu: PathMtu::Mtu1024,
         }
     }
 
@@ -503,42 +578,55 @@ mod tests {
         // Not remembered: dropped. Before 15d6b60 this READ was run as a
         // new one (responses from its PSN, MSN + 1) without the QP's
         // access, sequence or length checks.
-        assert_eq!(h.replay(orig.psn, &reth(va, rkey, 4096), 1024), None);
+        assert_eq!(h.replay(orig.psn, &reth(va, rkey, 4096)), None);
         h.record(orig);
         assert_eq!(orig.count, 4);
         // Remembered, asked again whole: all four responses.
-        assert_eq!(h.replay(orig.psn, &reth(va, rkey, 4096), 1024), Some(orig));
+        assert_eq!(h.replay(orig.psn, &reth(va, rkey, 4096)), Some(orig));
         // Asked again from its 2nd and (across the PSN wrap) 4th response.
         assert_eq!(
-            h.replay(Psn::new(Psn::MASK), &reth(va + 1024, rkey, 3072), 1024),
+            h.replay(Psn::new(Psn::MASK), &reth(va + 1024, rkey, 3072)),
             Some(ReadStream { next: 1, ..orig })
         );
         assert_eq!(
-            h.replay(Psn::new(1), &reth(va + 3072, rkey, 1024), 1024),
+            h.replay(Psn::new(1), &reth(va + 3072, rkey, 1024)),
             Some(ReadStream { next: 3, ..orig })
         );
         // Just outside its PSNs, on either side.
         assert_eq!(h.find(Psn::new(2)), None);
         assert_eq!(h.find(Psn::new(Psn::MASK - 2)), None);
-        assert_eq!(h.replay(Psn::new(2), &reth(va + 4096, rkey, 0), 1024), None);
+        assert_eq!(h.replay(Psn::new(2), &reth(va + 4096, rkey, 0)), None);
         // A request that does not name the rest of the original's range.
-        assert_eq!(h.replay(Psn::new(0), &reth(va, rkey, 4096), 1024), None);
+        assert_eq!(h.replay(Psn::new(0), &reth(va, rkey, 4096)), None);
         assert_eq!(
-            h.replay(Psn::new(0), &reth(va + 2048, rkey + 1, 2048), 1024),
+            h.replay(Psn::new(0), &reth(va + 2048, rkey + 1, 2048)),
             None
         );
-        assert_eq!(
-            h.replay(Psn::new(0), &reth(va + 2048, rkey, 2049), 1024),
-            None
-        );
+        assert_eq!(h.replay(Psn::new(0), &reth(va + 2048, rkey, 2049)), None);
         // A zero-length READ has one response to repeat.
         let empty = read_at(100, 0, 6);
         h.record(empty);
-        assert_eq!(
-            h.replay(Psn::new(100), &reth(va, rkey, 0), 1024),
-            Some(empty)
-        );
+        assert_eq!(h.replay(Psn::new(100), &reth(va, rkey, 0)), Some(empty));
         assert_eq!(h.find(Psn::new(101)), None);
+    }
+
+    #[test]
+    fn duplicate_read_keeps_its_mtu() {
+        // Accepted at 4096; the MTU since dropped to 1024. The repeat from
+        // its 2nd PSN is the rest of the original's packets, at 4096.
+        let mut h = ReadHistory::default();
+        let orig = ReadStream {
+            count: 4,
+            mtu: PathMtu::Mtu4096,
+            ..read_at(10, 16384, 1)
+        };
+        h.record(orig);
+        let (va, rkey) = (orig.va, orig.rkey);
+        assert_eq!(
+            h.replay(Psn::new(11), &reth(va + 4096, rkey, 12288)),
+            Some(ReadStream { next: 1, ..orig })
+        );
+        assert_eq!(h.replay(Psn::new(11), &reth(va + 1024, rkey, 15360)), None);
     }
 
     #[test]
@@ -548,7 +636,7 @@ mod tests {
         for i in 0..=READ_HISTORY as u32 {
             h.record(read_at(1000 + i, 8, i));
         }
-        let r = |psn: u32| h.replay(Psn::new(psn), &reth(0x7f00_0000_1000, 0x0012_3456, 8), 256);
+        let r = |psn: u32| h.replay(Psn::new(psn), &reth(0x7f00_0000_1000, 0x0012_3456, 8));
         assert_eq!(r(1000), None);
         assert_eq!(r(1001), Some(read_at(1001, 8, 1)));
         assert_eq!(

@@ -15,9 +15,10 @@ use super::opcode::Position;
 
 /// The path MTU of a QP: the maximum payload per packet. The discriminants
 /// are the `enum ib_mtu` values of `include/rdma/ib_verbs.h`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PathMtu {
     /// 256 bytes.
+    #[default]
     Mtu256 = 1,
     /// 512 bytes.
     Mtu512 = 2,
@@ -39,6 +40,11 @@ impl PathMtu {
             PathMtu::Mtu2048 => 2048,
             PathMtu::Mtu4096 => 4096,
         }
+    }
+
+    /// The `enum ib_mtu` value (1 = 256 ... 5 = 4096).
+    pub const fn to_ib_mtu(self) -> u32 {
+        self as u32
     }
 
     /// From the `enum ib_mtu` value (1 = 256 ... 5 = 4096).
@@ -199,7 +205,7 @@ mod tests {
     fn mtu_values() {
         for v in 1..=5 {
             let m = PathMtu::from_ib_mtu(v).unwrap();
-            assert_eq!(m as u32, v);
+            assert_eq!(m.to_ib_mtu(), v);
             assert_eq!(m.bytes(), 128 << v);
             assert_eq!(PathMtu::from_bytes_floor(m.bytes()), Some(m));
             assert_eq!(PathMtu::from_bytes_floor(m.bytes() + 100), Some(m));
