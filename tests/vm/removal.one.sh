@@ -35,7 +35,7 @@ check "link-add" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
 cat >/tmp/holder.py <<'EOF'
-import os, select, sys
+import os, select, sys, time
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.cq import CQ
@@ -61,13 +61,20 @@ def async_fd():
             pass
 fd = async_fd()
 print("ready", flush=True)
-ready, _, _ = select.select([fd], [], [], float(sys.argv[2]))
-if ready:
+# Every event until DEVICE_FATAL: a net device's removal reports the
+# loss of its GIDs (IBV_EVENT_GID_CHANGE) first.
+deadline = time.monotonic() + float(sys.argv[2])
+while True:
+    ready, _, _ = select.select([fd], [], [], max(0, deadline - time.monotonic()))
+    if not ready:
+        print("event none", flush=True)
+        break
     ev = ctx.get_async_event()
-    print("event", int(ev.event_type), "fatal" if ev.event_type == e.IBV_EVENT_DEVICE_FATAL else "", flush=True)
+    fatal = ev.event_type == e.IBV_EVENT_DEVICE_FATAL
+    print("event", int(ev.event_type), "fatal" if fatal else "", flush=True)
     ev.ack()
-else:
-    print("event none", flush=True)
+    if fatal:
+        break
 try:
     PD(ctx)
     print("alloc-pd ok", flush=True)
@@ -116,90 +123,14 @@ pingpong_ok() {
 	wait "$pid"
 }
 
-if [ "$DRIVER" != rrxe ]; then
-	timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18600 >/dev/null 2>&1 &
-	srv=$!
-	retry 30 tcp_listening 18600
-	t0=$(date +%s)
-	rdma link delete "$IBDEV" &
-	del=$!
-	sleep 10
-	if kill -0 "$del" 2>/dev/null; then
-		echo "# $DRIVER: rdma link delete still waiting after 10 s; killing the server"
-	fi
-	kill "$srv"
-	wait "$del"
-	rc=$?
-	echo "# $DRIVER: rdma link delete returned after $(($(date +%s) - t0)) s (exit $rc)"
-	finish
-	exit
-fi
-
-# delete-listener
-timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18600 >/tmp/srv.out 2>&1 &
-srv=$!
-check "listener-up" retry 30 tcp_listening 18600
-check "delete-listener" timed 10 rdma link delete "$IBDEV"
-check "delete-listener-gone" test ! -e "/sys/class/infiniband/$IBDEV"
-check "delete-listener-readd" rdma_up
-GID=$(gid_index "$IBDEV" "$MY_IP")
-check "delete-listener-pingpong" pingpong_ok 18601
-kill "$srv" 2>/dev/null
-wait "$srv" 2>/dev/null
-
-# delete-stopped
-holder_start
-check "stopped-holder-ready" grep -q ready /tmp/holder.out
-kill -STOP "$HOLDER"
-check "delete-stopped" timed 10 rdma link delete "$IBDEV"
-kill -CONT "$HOLDER"
-check "delete-stopped-fatal-eio" holder_saw
-check "delete-stopped-readd" rdma_up
-GID=$(gid_index "$IBDEV" "$MY_IP")
-
-# delete-streaming
-timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18602 -e -s 4096 -n 100000000 >/tmp/s.out 2>&1 &
-srv=$!
-retry 30 tcp_listening 18602
-timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18602 -e -s 4096 -n 100000000 "$MY_IP" >/tmp/c.out 2>&1 &
-cli=$!
-sleep 3
-check "streaming-running" kill -0 "$cli"
-check "delete-streaming" timed 10 rdma link delete "$IBDEV"
-# Both ends notice (their completion channel reads fail) and exit in error.
-ends_failed() {
-	local rc_s rc_c
-	timeout 20 tail --pid="$srv" -f /dev/null
-	timeout 20 tail --pid="$cli" -f /dev/null
-	wait "$srv"; rc_s=$?
-	wait "$cli"; rc_c=$?
-	tail -2 /tmp/s.out /tmp/c.out
-	echo "server exit $rc_s, client exit $rc_c"
-	[ "$rc_s" -ne 0 ] && [ "$rc_s" -ne 124 ] && [ "$rc_c" -ne 0 ] && [ "$rc_c" -ne 124 ]
-}
-check "delete-streaming-ends-failed" ends_failed
-kill "$srv" "$cli" 2>/dev/null
-check "delete-streaming-readd" rdma_up
-GID=$(gid_index "$IBDEV" "$MY_IP")
-
-# netdev-deleted
-VDEV=rrxev0
+# The net device and kernel ULP cases' helpers.
+VDEV=${DRIVER}v0
 veth_up() {
 	ip link add rmv0 type veth peer name rmv1 &&
 		ip link set rmv0 up && ip link set rmv1 up &&
-		rdma link add "$VDEV" type rrxe netdev rmv0 &&
+		rdma link add "$VDEV" type "$DRIVER" netdev rmv0 &&
 		retry 10 test -e "/sys/class/infiniband/$VDEV"
 }
-check "netdev-device-added" veth_up
-holder_start "$VDEV"
-check "netdev-holder-ready" grep -q ready /tmp/holder.out
-kill -STOP "$HOLDER"
-check "netdev-deleted" timed 10 ip link delete rmv0
-check "netdev-deleted-device-gone" retry 10 test ! -e "/sys/class/infiniband/$VDEV"
-kill -CONT "$HOLDER"
-check "netdev-deleted-fatal-eio" holder_saw
-
-# delete-kernel-ulp
 CFS=/sys/kernel/config
 NQN=nqn.2026-12.io.rrxe:removal
 SUB=$CFS/nvmet/subsystems/$NQN
@@ -242,23 +173,128 @@ ulp_io() {
 		cmp /tmp/ulp.bin /tmp/ulp.back &&
 		dd if=/dev/ram0 bs=64k count=16 iflag=direct status=none | cmp - /tmp/ulp.bin
 }
+ulp_down() {
+	rm "$NVPORT/subsystems/$NQN" && rmdir "$NVPORT" &&
+		rmdir "$SUB/namespaces/1" && rmdir "$SUB" &&
+		timeout 60 modprobe -r nvme-rdma nvmet-rdma
+}
 target_listening() {
 	rdma res show cm_id 2>/dev/null | grep -E "(dev|link) $IBDEV[ /].*state LISTEN .*comm \\[nvmet_rdma\\]"
 }
+if [ "$DRIVER" != rrxe ]; then
+	timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18600 >/dev/null 2>&1 &
+	srv=$!
+	retry 30 tcp_listening 18600
+	t0=$(date +%s)
+	rdma link delete "$IBDEV" &
+	del=$!
+	sleep 10
+	if kill -0 "$del" 2>/dev/null; then
+		echo "# $DRIVER: rdma link delete still waiting after 10 s; killing the server"
+	fi
+	kill "$srv"
+	wait "$del"
+	rc=$?
+	echo "# $DRIVER: rdma link delete returned after $(($(date +%s) - t0)) s (exit $rc)"
+	# netdev-deleted, bounded: the stopped holder is killed after 10 s.
+	if veth_up; then
+		holder_start "$VDEV"
+		kill -STOP "$HOLDER"
+		t0=$(date +%s)
+		ip link delete rmv0 &
+		del=$!
+		sleep 10
+		kill -0 "$del" 2>/dev/null && echo "# $DRIVER: ip link delete still waiting after 10 s; killing the holder"
+		kill -9 "$HOLDER"
+		wait "$del"
+		echo "# $DRIVER: ip link delete of the device's net device returned after $(($(date +%s) - t0)) s"
+	fi
+	# delete-kernel-ulp, printed.
+	if rdma_up && target_up &&
+		timeout 120 nvme connect -t rdma -n "$NQN" -a "$MY_IP" -s 4420 \
+			--ctrl-loss-tmo=5 --reconnect-delay=1 >/dev/null && retry 30 find_ns >/dev/null && ulp_io; then
+		t0=$(date +%s)
+		timeout 60 rdma link delete "$IBDEV"
+		rc=$?
+		echo "# $DRIVER: with an NVMe-oF host connected over it, rdma link delete returned after $(($(date +%s) - t0)) s (exit $rc); host controllers left: $(host_ctrls)"
+	else
+		echo "# $DRIVER: the NVMe-oF connection over the device failed"
+	fi
+	timeout 60 nvme disconnect -n "$NQN" >/dev/null 2>&1
+	ulp_down
+	finish
+	exit
+fi
+
+# delete-listener
+timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18600 >/tmp/srv.out 2>&1 &
+srv=$!
+check "listener-up" retry 30 tcp_listening 18600
+check "delete-listener" timed 10 rdma link delete "$IBDEV"
+check "delete-listener-gone" test ! -e "/sys/class/infiniband/$IBDEV"
+check "delete-listener-readd" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+check "delete-listener-pingpong" pingpong_ok 18601
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+
+# delete-stopped
+holder_start
+check "stopped-holder-ready" grep -q ready /tmp/holder.out
+kill -STOP "$HOLDER"
+check "delete-stopped" timed 10 rdma link delete "$IBDEV"
+kill -CONT "$HOLDER"
+check "delete-stopped-fatal-eio" holder_saw
+check "delete-stopped-readd" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+
+# delete-streaming
+timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18602 -e -s 4096 -n 100000000 >/tmp/s.out 2>&1 &
+srv=$!
+retry 30 tcp_listening 18602
+timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18602 -e -s 4096 -n 100000000 "$MY_IP" >/tmp/c.out 2>&1 &
+cli=$!
+sleep 3
+check "streaming-running" kill -0 "$cli"
+check "delete-streaming" timed 10 rdma link delete "$IBDEV"
+# Both ends notice (their completion channel reads fail) and exit in error.
+ends_failed() {
+	local rc_s rc_c
+	timeout 20 tail --pid="$srv" -f /dev/null
+	timeout 20 tail --pid="$cli" -f /dev/null
+	wait "$srv"; rc_s=$?
+	wait "$cli"; rc_c=$?
+	tail -n 2 /tmp/s.out /tmp/c.out
+	echo "server exit $rc_s, client exit $rc_c"
+	[ "$rc_s" -ne 0 ] && [ "$rc_s" -ne 124 ] && [ "$rc_c" -ne 0 ] && [ "$rc_c" -ne 124 ]
+}
+check "delete-streaming-ends-failed" ends_failed
+kill "$srv" "$cli" 2>/dev/null
+check "delete-streaming-readd" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+
+# netdev-deleted
+check "netdev-device-added" veth_up
+holder_start "$VDEV"
+check "netdev-holder-ready" grep -q ready /tmp/holder.out
+kill -STOP "$HOLDER"
+check "netdev-deleted" timed 10 ip link delete rmv0
+check "netdev-deleted-device-gone" retry 10 test ! -e "/sys/class/infiniband/$VDEV"
+kill -CONT "$HOLDER"
+check "netdev-deleted-fatal-eio" holder_saw
+
+# delete-kernel-ulp
 check "ulp-target-up" target_up
 check "ulp-host-connected" timeout 120 nvme connect -t rdma -n "$NQN" -a "$MY_IP" -s 4420 \
 	--ctrl-loss-tmo=5 --reconnect-delay=1
 check "ulp-namespace" retry 30 find_ns
 check "ulp-io" ulp_io
 check "ulp-target-listening" target_listening
+check "ulp-host-ctrl" test "$(host_ctrls)" -eq 1
 check "delete-kernel-ulp" timed 10 rdma link delete "$IBDEV"
 check "delete-kernel-ulp-gone" test ! -e "/sys/class/infiniband/$IBDEV"
-check "delete-kernel-ulp-host-ctrl-gone" retry 30 test "$(host_ctrls)" -eq 0
-ulp_down() {
-	rm "$NVPORT/subsystems/$NQN" && rmdir "$NVPORT" &&
-		rmdir "$SUB/namespaces/1" && rmdir "$SUB" &&
-		timeout 60 modprobe -r nvme-rdma nvmet-rdma
-}
+host_ctrl_gone() { [ "$(host_ctrls)" -eq 0 ]; }
+check "delete-kernel-ulp-host-ctrl-gone" retry 30 host_ctrl_gone
 check "delete-kernel-ulp-modules-unload" ulp_down
 check "delete-kernel-ulp-readd" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
