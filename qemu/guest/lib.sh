@@ -384,3 +384,17 @@ client_retry() {
 		sleep 0.5
 	done
 }
+
+# netns_veth_pair: network namespaces ns1 and ns2 joined by a veth pair,
+# veth1 (10.9.0.1/24) in ns1 and veth2 (10.9.0.2/24) in ns2, loopbacks up;
+# returns once ns1 reaches ns2.
+netns_veth_pair() {
+	ip netns add ns1 && ip netns add ns2 &&
+		ip link add veth1 type veth peer name veth2 &&
+		ip link set veth1 netns ns1 && ip link set veth2 netns ns2 &&
+		ip -n ns1 addr add 10.9.0.1/24 dev veth1 &&
+		ip -n ns2 addr add 10.9.0.2/24 dev veth2 &&
+		ip -n ns1 link set veth1 up && ip -n ns2 link set veth2 up &&
+		ip -n ns1 link set lo up && ip -n ns2 link set lo up &&
+		retry 10 ip netns exec ns1 ping -c1 -W1 10.9.0.2
+}

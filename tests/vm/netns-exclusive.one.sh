@@ -33,17 +33,7 @@ check "no-namespaces" test -z "$(ip netns list)"
 check "set-exclusive" retry 60 rdma system set netns exclusive
 check "mode-exclusive" bash -c "rdma system show | grep -q 'netns exclusive'"
 
-setup() {
-	ip netns add ns1 && ip netns add ns2 &&
-		ip link add veth1 type veth peer name veth2 &&
-		ip link set veth1 netns ns1 && ip link set veth2 netns ns2 &&
-		ip -n ns1 addr add 10.9.0.1/24 dev veth1 &&
-		ip -n ns2 addr add 10.9.0.2/24 dev veth2 &&
-		ip -n ns1 link set veth1 up && ip -n ns2 link set veth2 up &&
-		ip -n ns1 link set lo up && ip -n ns2 link set lo up &&
-		retry 10 ip netns exec ns1 ping -c1 -W1 10.9.0.2
-}
-check "netns-setup" setup
+check "netns-setup" netns_veth_pair
 
 check "link-add-ns1" ip netns exec ns1 rdma link add "$A" type "$DRIVER" netdev veth1
 check "link-add-ns2" ip netns exec ns2 rdma link add "$B" type "$DRIVER" netdev veth2

@@ -25,8 +25,9 @@
 #                     DEVICE_FATAL and EIO; rrxe loads again and works
 # The kernel log is checked for reports by the harness after the suite.
 # rdma_rxe has no disassociate_ucontext: its removal waits for the
-# application. Its delete-listener is run bounded: the server is killed
-# after 10 s, and how long the delete took is printed, not judged.
+# application. Its delete-listener and netdev-deleted are run bounded (the
+# server, the holder, is killed after 10 s) and its delete-kernel-ulp run:
+# how long each took is printed, not judged.
 # runs: rrxe@debug
 # full-runs: rxe@debug
 # timeout: 600

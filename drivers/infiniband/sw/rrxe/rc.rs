@@ -367,7 +367,12 @@ fn path_mtu(st: &State) -> PathMtu {
 pub(crate) fn current_mtu(qp: &Qp<Rrxe>, st: &State) -> PathMtu {
     // From the net device itself, not the port's MTU: the net device
     // carries its new MTU before the notifier that updates the port runs.
-    let ndev_mtu = qp.device().ndev().mtu();
+    // The one the packets leave through, once resolved (a VLAN's MTU may
+    // be lower than its parent's).
+    let ndev_mtu = st
+        .tx
+        .as_ref()
+        .map_or_else(|| qp.device().ndev().mtu(), TxCtx::netdev_mtu);
     let port = PathMtu::from_ib_mtu(super::mtu::active_mtu(ndev_mtu).to_ib_mtu());
     path_mtu(st).min(port.unwrap_or(PathMtu::Mtu256))
 }

@@ -108,6 +108,12 @@ impl TxCtx {
         Ok(Self { route, ndev, hdr })
     }
 
+    /// The MTU of the net device the packets leave through (a VLAN's for
+    /// a VLAN GID), as it is now.
+    pub(crate) fn netdev_mtu(&self) -> u32 {
+        self.ndev.mtu()
+    }
+
     /// Whether the cached route may still be used (`dst_check`).
     pub(crate) fn route_is_current(&self) -> bool {
         self.route.is_current()
@@ -167,7 +173,7 @@ impl TxCtx {
         // before its MTU shrank, which keeps its size (`rc::current_mtu`).
         // Fragmented, it still arrives; dropped, it would be lost at
         // every retry. Before the ICRC, which covers the IPv4 flags.
-        if skb.len() > usize::try_from(self.ndev.mtu()).unwrap_or(usize::MAX) {
+        if skb.len() > usize::try_from(self.netdev_mtu()).unwrap_or(usize::MAX) {
             skb.allow_fragments()?;
         }
         let (ip, udp, roce) = skb.ip_udp_payload().ok_or(EINVAL)?;
