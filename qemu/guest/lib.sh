@@ -398,3 +398,16 @@ netns_veth_pair() {
 		ip -n ns1 link set lo up && ip -n ns2 link set lo up &&
 		retry 10 ip netns exec ns1 ping -c1 -W1 10.9.0.2
 }
+
+# nvme_find_ns NQN: the block device of the first namespace of the NVMe
+# subsystem NQN this host is connected to.
+nvme_find_ns() {
+	local c b
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$1" ] || continue
+		for b in /sys/block/"${c##*/}"n1 /sys/block/nvme*n1; do
+			[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+		done
+	done
+	return 1
+}

@@ -229,16 +229,7 @@ else
 		echo "$out" | grep -q "subnqn: *$NQN"
 	}
 	# find_ns: the block device of the namespace of our subsystem.
-	find_ns() {
-		local c b
-		for c in /sys/class/nvme/nvme*; do
-			[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
-			for b in /sys/block/"${c##*/}"n1 /sys/block/nvme*n1; do
-				[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
-			done
-		done
-		return 1
-	}
+	find_ns() { nvme_find_ns "$NQN"; }
 	ns_ok() {
 		[ -n "$DEV" ] || { ls /sys/class/nvme /sys/block; return 1; }
 		echo "$DEV: $(cat "/sys/block/${DEV#/dev/}/size") sectors"

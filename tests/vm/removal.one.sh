@@ -137,16 +137,7 @@ NQN=nqn.2026-12.io.rrxe:removal
 SUB=$CFS/nvmet/subsystems/$NQN
 NVPORT=$CFS/nvmet/ports/1
 # find_ns: the block device of the namespace of our subsystem.
-find_ns() {
-	local c b
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
-		for b in /sys/block/"${c##*/}"n1 /sys/block/nvme*n1; do
-			[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
-		done
-	done
-	return 1
-}
+find_ns() { nvme_find_ns "$NQN"; }
 host_ctrls() { grep -lx "$NQN" /sys/class/nvme/nvme*/subsysnqn 2>/dev/null | wc -l; }
 target_up() {
 	modprobe brd rd_nr=1 rd_size=16384 && modprobe nvmet-rdma && modprobe nvme-rdma || return 1
