@@ -25,8 +25,8 @@
 # before the credit's state moved out of the QP (its skbs pinned the QP),
 # 12 ms after (debug kernel); rdma_rxe 4472 ms (fast kernel).
 # By hand: DRIVER=rrxe qemu/run-one tests/vm/destroy-inflight.one.sh
-# runs: rrxe@debug rxe@fast
-# full-runs: rxe@debug
+# runs: rrxe@debug
+# full-runs: rxe@fast rxe@debug
 # timeout: 300
 
 HOLD=5

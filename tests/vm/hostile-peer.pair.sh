@@ -54,8 +54,8 @@
 #                    not arrive; after it the duplicate is acknowledged
 #   route-ud-*       a UD AH's route: during the change the datagram does
 #                    not arrive, after it it does
-# runs: rrxe@debug rxe@fast
-# full-runs: rxe@debug
+# runs: rrxe@debug
+# full-runs: rxe@fast rxe@debug
 
 CTL_PORT=7471
 # VM 2's second address (10.0.0.2 -> 10.0.0.102).
