@@ -10,7 +10,7 @@ result() { if [ "$2" -eq 0 ]; then echo "ok $1"; else echo "not ok $1"; failed=1
 
 # 1. Driver files: #![forbid(unsafe_code)], no bindings, no unsafe.
 bad=0
-for f in drivers/infiniband/sw/rrxe/*.rs drivers/infiniband/sw/rrxe/proto/*.rs; do
+for f in drivers/infiniband/sw/rrxe/*.rs drivers/infiniband/sw/rrxe/*/*.rs; do
 	case $f in */proto/lib.rs) continue ;; esac
 	grep -q '^#!\[forbid(unsafe_code)\]' "$f" || { echo "    $f: no #![forbid(unsafe_code)]"; bad=1; }
 	if grep -nE '\bbindings::|\bunsafe\b' "$f" | grep -v 'forbid(unsafe_code)' | grep -vE '^[0-9]+:\s*//'; then

@@ -49,6 +49,7 @@ use crate::{
             Mr,
             PageList, //
         },
+        wc::WcStatus,
     },
 };
 use kernel::{
@@ -80,6 +81,17 @@ pub(crate) enum MemError {
     Length,
     /// An atomic's word is not 8-byte aligned in memory.
     Misaligned,
+}
+
+impl MemError {
+    /// The completion status of a work request whose local memory (its
+    /// lkeys' SGEs) could not be used, as the C driver reports it.
+    pub(crate) fn local_status(self) -> WcStatus {
+        match self {
+            MemError::Length => WcStatus::LocLenErr,
+            _ => WcStatus::LocProtErr,
+        }
+    }
 }
 
 /// Which permission an access needs.

@@ -122,8 +122,6 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     if st.attr.qp_state() != qp_state::RTS {
         return;
     }
-    let dev = qp.device();
-    let pd_id = qp.pd_id();
     let max = mtu(qp);
     // The user may move its producer index at any time: it is read once,
     // and one run does at most a bounded number of WQEs with interrupts
@@ -153,122 +151,172 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
         }
         st.snap_index = Some(idx);
-        let Ok(w) = SendWqe::parse(&st.sq_snap) else {
-            let wr_id = st
-                .sq_snap
-                .first_chunk::<8>()
-                .map_or(0, |b| u64::from_ne_bytes(*b));
-            complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0, false);
+        let Some((w, kind, signaled)) = checked_wqe(qp, st, sq_sig_all, max) else {
             continue;
         };
-        let signaled = sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0;
-        let kind = match w.opcode {
-            wqe::IB_WR_SEND => MessageKind::Send,
-            wqe::IB_WR_SEND_WITH_IMM => MessageKind::SendWithImm,
-            _ => {
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, false);
-                continue;
-            }
-        };
-        if w.length > max {
-            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocLenErr, 0, true);
-            continue;
+        if !send_datagram(qp, st, &w, kind, signaled) {
+            break;
         }
-        // An AH of another PD (another process's, or the kernel's) is never
-        // used: as the C driver's `rxe_get_av`, the WQE fails.
-        let Some(ah) = dev
-            .lookup_ah(w.ah_num)
-            .filter(|ah| ah.pd_id() == qp.pd_id())
-        else {
-            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
-            continue;
-        };
-        let mut tx_guard = ah.tx.lock();
-        // A route that changed since it was cached (`dst_check`) is looked
-        // up again by the kick, as a missing one: rdma_rxe looks up a UD
-        // route for every packet. On the last try (routes changing under
-        // every lookup) the stale one is used rather than the datagram lost.
-        if st.ud_route_tries < 2 && tx_guard.as_ref().is_some_and(|t| !t.route_is_current()) {
-            *tx_guard = None;
+    }
+}
+
+/// The snapshot's WQE, with its message kind and whether it is signaled,
+/// if UD can send it; otherwise it completes in error here.
+fn checked_wqe(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    sq_sig_all: bool,
+    max: u32,
+) -> Option<(SendWqe, MessageKind, bool)> {
+    let Ok(w) = SendWqe::parse(&st.sq_snap) else {
+        let wr_id = st
+            .sq_snap
+            .first_chunk::<8>()
+            .map_or(0, |b| u64::from_ne_bytes(*b));
+        complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0, false);
+        return None;
+    };
+    let signaled = sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0;
+    let kind = match w.opcode {
+        wqe::IB_WR_SEND => MessageKind::Send,
+        wqe::IB_WR_SEND_WITH_IMM => MessageKind::SendWithImm,
+        _ => {
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, false);
+            return None;
         }
-        let Some(tx) = tx_guard.as_ref() else {
-            // The AH was created where no route lookup could run: the
-            // QP's kick resolves it and sends this WQE then.
-            drop(tx_guard);
-            if st.ud_route_tries < 2 {
-                st.ud_route_tries += 1;
-                qp.kick();
-                break;
-            }
-            // No route even so: the datagram is lost, as on a wire.
-            st.ud_route_tries = 0;
+    };
+    if w.length > max {
+        complete_send(qp, st, w.wr_id, signaled, WcStatus::LocLenErr, 0, true);
+        return None;
+    }
+    Some((w, kind, signaled))
+}
+
+/// Builds and queues the datagram of `w` and completes it; `false` if the
+/// requester must stop (the kick resolves the AH's route first).
+fn send_datagram(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    w: &SendWqe,
+    kind: MessageKind,
+    signaled: bool,
+) -> bool {
+    let dev = qp.device();
+    // An AH of another PD (another process's, or the kernel's) is never
+    // used: as the C driver's `rxe_get_av`, the WQE fails.
+    let Some(ah) = dev
+        .lookup_ah(w.ah_num)
+        .filter(|ah| ah.pd_id() == qp.pd_id())
+    else {
+        complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
+        return true;
+    };
+    let mut tx_guard = ah.tx.lock();
+    // A route that changed since it was cached (`dst_check`) is looked up
+    // again by the kick, as a missing one: rdma_rxe looks up a UD route for
+    // every packet. On the last try (routes changing under every lookup)
+    // the stale one is used rather than the datagram lost.
+    if st.ud_route_tries < 2 && tx_guard.as_ref().is_some_and(|t| !t.route_is_current()) {
+        *tx_guard = None;
+    }
+    let Some(tx) = tx_guard.as_ref() else {
+        // The AH was created where no route lookup could run: the QP's
+        // kick resolves it and sends this WQE then.
+        drop(tx_guard);
+        if st.ud_route_tries < 2 {
+            st.ud_route_tries += 1;
+            qp.kick();
+            return false;
+        }
+        // No route even so: the datagram is lost, as on a wire.
+        st.ud_route_tries = 0;
+        qp_counts(qp).inc(Counter::SendErr);
+        complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
+        return true;
+    };
+    st.ud_route_tries = 0;
+    let Some(opcode) = Opcode::for_message(Transport::Ud, kind, Position::Only) else {
+        return false;
+    };
+    let qkey = if w.remote_qkey & QKEY_USE_QP != 0 {
+        st.attr.qkey()
+    } else {
+        w.remote_qkey
+    };
+    let bth = Bth {
+        opcode,
+        se: w.send_flags & wqe::IB_SEND_SOLICITED != 0,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: w.remote_qpn,
+        psn: st.req.take_psn(),
+        ..Bth::default()
+    };
+    let mut ext = ExtHeaders {
+        deth: Some(Deth {
+            qkey,
+            src_qpn: qp.qp_num(),
+        }),
+        ..ExtHeaders::default()
+    };
+    if kind == MessageKind::SendWithImm {
+        ext.immdt = Some(ImmDt {
+            imm_data: w.imm_data.to_ne_bytes(),
+        });
+    }
+    let built = tx.build_datagram(
+        qp.qp_num(),
+        w.remote_qpn,
+        &bth,
+        &ext,
+        w.length as usize,
+        |buf| {
+            mem::gather(
+                dev,
+                qp.pd_id(),
+                &st.sq_snap,
+                w.has_inline(),
+                w.length,
+                w.num_sge,
+                0,
+                buf,
+            )
+            .map_err(|_| EFAULT)
+        },
+    );
+    match built {
+        Ok(skb) => {
+            qp.txq.push_back(skb);
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
+        }
+        Err(e) if e == EFAULT => {
+            complete_send(qp, st, w.wr_id, signaled, WcStatus::LocProtErr, 0, true);
+        }
+        Err(_) => {
             qp_counts(qp).inc(Counter::SendErr);
             complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
-            continue;
-        };
-        st.ud_route_tries = 0;
-        let Some(opcode) = Opcode::for_message(Transport::Ud, kind, Position::Only) else {
-            break;
-        };
-        let qkey = if w.remote_qkey & QKEY_USE_QP != 0 {
-            st.attr.qkey()
-        } else {
-            w.remote_qkey
-        };
-        let bth = Bth {
-            opcode,
-            se: w.send_flags & wqe::IB_SEND_SOLICITED != 0,
-            pkey: DEFAULT_PKEY,
-            dest_qpn: w.remote_qpn,
-            psn: st.req.take_psn(),
-            ..Bth::default()
-        };
-        let mut ext = ExtHeaders {
-            deth: Some(Deth {
-                qkey,
-                src_qpn: qp.qp_num(),
-            }),
-            ..ExtHeaders::default()
-        };
-        if kind == MessageKind::SendWithImm {
-            ext.immdt = Some(ImmDt {
-                imm_data: w.imm_data.to_ne_bytes(),
-            });
         }
-        let built = tx.build_datagram(
-            qp.qp_num(),
-            w.remote_qpn,
-            &bth,
-            &ext,
-            w.length as usize,
-            |buf| {
-                mem::gather(
-                    dev,
-                    pd_id,
-                    &st.sq_snap,
-                    w.has_inline(),
-                    w.length,
-                    w.num_sge,
-                    0,
-                    buf,
-                )
-                .map_err(|_| EFAULT)
-            },
-        );
-        match built {
-            Ok(skb) => {
-                qp.txq.push_back(skb);
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
+    }
+    true
+}
+
+/// The next receive WQE, from the QP or its SRQ, into the receive
+/// snapshot; `None` when none is posted (the datagram is dropped).
+fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<()> {
+    match &mut st.rq {
+        Some(rq) => {
+            let c = rq.consumer();
+            if rq.geo.is_empty(rq.producer(), c) || rq.read_slot(c, &mut st.rq_snap).is_err() {
+                return None;
             }
-            Err(e) if e == EFAULT => {
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::LocProtErr, 0, true);
-            }
-            Err(_) => {
-                qp_counts(qp).inc(Counter::SendErr);
-                complete_send(qp, st, w.wr_id, signaled, WcStatus::Success, w.length, true);
+            rq.advance();
+        }
+        None => {
+            if !RrxeSrq::take(qp.srq()?, &mut st.rq_snap) {
+                return None;
             }
         }
     }
+    Some(())
 }
 
 /// Responder: a UD SEND arrived. `ip` is the packet's IP header,
@@ -299,31 +347,8 @@ pub(crate) fn on_request(
         qp_counts(qp).inc(Counter::RcvdDropBadQkey);
         return;
     }
-    let dev = qp.device();
-    let pd_id = qp.pd_id();
-    // The next receive WQE, from the QP or its SRQ.
-    let from_rq = match &mut st.rq {
-        Some(rq) => {
-            let c = rq.consumer();
-            if rq.geo.is_empty(rq.producer(), c) || rq.read_slot(c, &mut st.rq_snap).is_err() {
-                return;
-            }
-            true
-        }
-        None => {
-            let Some(srq) = qp.srq() else {
-                return;
-            };
-            if !RrxeSrq::take(srq, &mut st.rq_snap) {
-                return;
-            }
-            false
-        }
-    };
-    if from_rq {
-        if let Some(rq) = &mut st.rq {
-            rq.advance();
-        }
+    if take_ud_recv(qp, st).is_none() {
+        return;
     }
     let Ok(r) = RecvWqe::parse(&st.rq_snap) else {
         let wr_id = st
@@ -347,6 +372,7 @@ pub(crate) fn on_request(
     if let (Some(dst), Some(src)) = (dst, ip.get(..hdr_len)) {
         dst.copy_from_slice(src);
     }
+    let (dev, pd_id) = (qp.device(), qp.pd_id());
     let payload = pkt.payload();
     let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh)
         .and_then(|()| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload));
@@ -371,8 +397,7 @@ pub(crate) fn on_request(
             // driver; the user CQE has no such field.
             w.vlan_id = vlan_id;
         }
-        Err(mem::MemError::Length) => w.status = WcStatus::LocLenErr,
-        Err(_) => w.status = WcStatus::LocProtErr,
+        Err(e) => w.status = e.local_status(),
     }
     // As the C driver: receives completed successfully.
     if w.status == WcStatus::Success {

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! Kernel work requests checked against the QP and encoded as the rxe
+//! WQEs user space writes (`init_send_wqe`, `post_one_recv` in the C
+//! driver), so that the transport reads both alike.
+
+use crate::{
+    proto::wqe::{
+        self as wqe_abi,
+        RecvWqe,
+        RegMr,
+        SendWqe, //
+    },
+    rdma::qp::{
+        qp_type,
+        Qp,
+        QpCap,
+        RecvWr,
+        SendWr,
+        Sge, //
+    },
+};
+use kernel::prelude::*;
+
+use crate::rrxe::verbs::Rrxe;
+
+/// Largest message (`RXE_PORT_MAX_MSG_SZ`, IBTA: 2^31 bytes).
+const MAX_MSG_SIZE: u64 = 1 << 31;
+
+/// What an `IB_WR_*` opcode is, for a QP type (`rxe_wr_opcode_info`).
+#[derive(Clone, Copy)]
+pub(super) struct WrKind {
+    /// May carry inline data.
+    inline: bool,
+    /// Reads from or writes to remote memory (`rdma` member).
+    read_or_write: bool,
+    /// An atomic: 8 bytes at an aligned remote address (`atomic` member).
+    atomic: bool,
+    /// Local operation, without data (`LOCAL_INV`, `REG_MR`, `BIND_MW`).
+    local: bool,
+}
+
+/// The kind of `opcode` on a QP of type `ty`; `None` when rxe does not
+/// support it there (`EINVAL`).
+fn wr_kind(opcode: u32, ty: u32) -> Option<WrKind> {
+    let k = |inline, read_or_write, atomic, local| {
+        Some(WrKind {
+            inline,
+            read_or_write,
+            atomic,
+            local,
+        })
+    };
+    let connected = matches!(ty, qp_type::RC | qp_type::UC);
+    let rc = ty == qp_type::RC;
+    match opcode {
+        wqe_abi::IB_WR_RDMA_WRITE | wqe_abi::IB_WR_RDMA_WRITE_WITH_IMM if connected => {
+            k(true, true, false, false)
+        }
+        wqe_abi::IB_WR_SEND | wqe_abi::IB_WR_SEND_WITH_IMM
+            if connected || matches!(ty, qp_type::UD | qp_type::GSI) =>
+        {
+            k(true, false, false, false)
+        }
+        // rxe's table allows it on UD too, but `init_send_wr` refuses it there.
+        wqe_abi::IB_WR_SEND_WITH_INV if connected => k(true, false, false, false),
+        wqe_abi::IB_WR_RDMA_READ | wqe_abi::IB_WR_RDMA_READ_WITH_INV if rc => {
+            k(false, true, false, false)
+        }
+        wqe_abi::IB_WR_ATOMIC_CMP_AND_SWP | wqe_abi::IB_WR_ATOMIC_FETCH_AND_ADD if rc => {
+            k(false, false, true, false)
+        }
+        wqe_abi::IB_WR_LOCAL_INV | wqe_abi::IB_WR_REG_MR if rc => k(false, false, false, true),
+        wqe_abi::IB_WR_BIND_MW if connected => k(false, false, false, true),
+        wqe_abi::IB_WR_FLUSH | wqe_abi::IB_WR_ATOMIC_WRITE if rc => k(false, false, false, false),
+        _ => None,
+    }
+}
+
+fn to_wqe_sge(s: &Sge) -> wqe_abi::Sge {
+    wqe_abi::Sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    }
+}
+
+/// Checks a kernel send WR as `validate_send_wr` and `init_send_wr` do
+/// (`EINVAL`) and returns its WQE header and kind.
+pub(super) fn check_send_wr(
+    qp: &Qp<Rrxe>,
+    cap: &QpCap,
+    wr: &SendWr<'_, Rrxe>,
+) -> Result<(SendWqe, WrKind)> {
+    let ty = qp.qp_type();
+    let opcode = wr.opcode();
+    let kind = wr_kind(opcode, ty).ok_or(EINVAL)?;
+    let num_sge = wr.num_sge();
+    if num_sge > cap.max_send_sge {
+        return Err(EINVAL);
+    }
+    let mut length = 0u64;
+    for i in 0..num_sge {
+        length += u64::from(wr.sge(i).ok_or(EINVAL)?.length);
+    }
+    if length > MAX_MSG_SIZE {
+        return Err(EINVAL);
+    }
+    let atomic = if kind.atomic {
+        let a = wr.atomic().ok_or(EINVAL)?;
+        if length != 8 || a.remote_addr & 7 != 0 {
+            return Err(EINVAL);
+        }
+        Some(a)
+    } else {
+        None
+    };
+    let inline = wr.send_flags() & wqe_abi::IB_SEND_INLINE != 0;
+    if inline && (!kind.inline || length > u64::from(cap.max_inline_data)) {
+        return Err(EINVAL);
+    }
+    let mut w = SendWqe {
+        wr_id: wr.wr_id(),
+        opcode,
+        send_flags: wr.send_flags(),
+        ..SendWqe::default()
+    };
+    match opcode {
+        wqe_abi::IB_WR_SEND_WITH_IMM | wqe_abi::IB_WR_RDMA_WRITE_WITH_IMM => {
+            w.imm_data = wr.imm_data();
+        }
+        wqe_abi::IB_WR_SEND_WITH_INV
+        | wqe_abi::IB_WR_RDMA_READ_WITH_INV
+        | wqe_abi::IB_WR_LOCAL_INV => w.invalidate_rkey = wr.invalidate_rkey(),
+        _ => {}
+    }
+    if matches!(ty, qp_type::UD | qp_type::GSI) {
+        let ud = wr.ud().ok_or(EINVAL)?;
+        // The transport looks the AH up by number, as for user WQEs.
+        w.ah_num = ud.ah.num();
+        w.remote_qpn = ud.remote_qpn;
+        w.remote_qkey = ud.remote_qkey;
+        if ty == qp_type::GSI {
+            w.pkey_index = ud.pkey_index;
+        }
+    } else if kind.read_or_write {
+        let r = wr.rdma().ok_or(EINVAL)?;
+        w.remote_addr = r.remote_addr;
+        w.rkey = r.rkey;
+        w.iova = r.remote_addr;
+    } else if let Some(a) = atomic {
+        w.remote_addr = a.remote_addr;
+        w.compare_add = a.compare_add;
+        w.swap = a.swap;
+        w.rkey = a.rkey;
+        w.iova = a.remote_addr;
+    } else if opcode == wqe_abi::IB_WR_REG_MR {
+        let r = wr.reg().ok_or(EINVAL)?;
+        w.reg = RegMr {
+            mr_index: r.mr.index(),
+            key: r.key,
+            // CAST: `IB_ACCESS_*` bits.
+            access: r.access as u32,
+            iova: r.iova,
+            length: r.length,
+        };
+    }
+    if !kind.local {
+        // CAST: at most `MAX_MSG_SIZE`, checked above.
+        w.length = length as u32;
+        w.num_sge = num_sge;
+    }
+    Ok((w, kind))
+}
+
+/// Encodes a checked kernel send WR into `slot` (`init_send_wqe`): the
+/// header, then its inline data or its SGEs.
+pub(super) fn write_send_wqe(
+    wr: &SendWr<'_, Rrxe>,
+    w: &SendWqe,
+    kind: WrKind,
+    slot: &mut [u8],
+) -> Result {
+    w.write(slot).map_err(|_| EINVAL)?;
+    if kind.local {
+        return Ok(());
+    }
+    if w.has_inline() {
+        let area = wqe_abi::send_inline_mut(slot, w.length as usize).map_err(|_| EINVAL)?;
+        if wr.copy_inline(area)? != area.len() {
+            return Err(EINVAL);
+        }
+        return Ok(());
+    }
+    for i in 0..w.num_sge {
+        let sge = wr.sge(i).ok_or(EINVAL)?;
+        wqe_abi::write_send_sge(slot, i, &to_wqe_sge(&sge)).map_err(|_| EINVAL)?;
+    }
+    Ok(())
+}
+
+/// Checks a kernel receive WR (`post_one_recv`) and encodes it into
+/// `slot`.
+pub(crate) fn write_recv_wqe(wr: &RecvWr<'_>, slot: &mut [u8]) -> Result {
+    let num_sge = wr.num_sge();
+    let mut length = 0u64;
+    for i in 0..num_sge {
+        let sge = wr.sge(i).ok_or(EINVAL)?;
+        length += u64::from(sge.length);
+        wqe_abi::write_recv_sge(slot, i, &to_wqe_sge(&sge)).map_err(|_| EINVAL)?;
+    }
+    if length > MAX_MSG_SIZE {
+        return Err(EINVAL);
+    }
+    let r = RecvWqe {
+        wr_id: wr.wr_id(),
+        // CAST: at most `MAX_MSG_SIZE`, checked above.
+        length: length as u32,
+        num_sge,
+    };
+    r.write(slot).map_err(|_| EINVAL)
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! RC READ responder (IBTA Vol 1 §9.7.4.1.4, §9.7.5.1.3): a READ request
+//! is checked once, then answered as a stream of responses that goes out
+//! as the transmit credit allows; a repeated request reads the memory
+//! again at the PSNs of the original.
+
+use crate::{
+    proto::{
+        aeth::{
+            Aeth,
+            NakCode, //
+        },
+        bth::{
+            Bth,
+            DEFAULT_PKEY, //
+        },
+        opcode::{
+            MessageKind,
+            Opcode,
+            Position,
+            Transport, //
+        },
+        packet::ExtHeaders,
+        psn::Psn,
+        rc::ReadStream,
+        reth::Reth,
+        segment::{
+            packet_count,
+            segment_at, //
+        },
+    },
+    rdma::qp::Qp, //
+};
+use kernel::prelude::*;
+
+use crate::rrxe::{
+    hw_counters::{
+        qp_counts,
+        Counter, //
+    },
+    mem::{
+        self,
+        Need,
+        Via, //
+    },
+    qp::State,
+    verbs::Rrxe, //
+};
+
+use super::{
+    path_mtu, //
+    responder::{
+        ack,
+        check_reth, //
+    },
+};
+
+/// Accepts a READ request at `psn` for the memory `reth` names: checks the
+/// whole range before anything is read, then starts its responses, which
+/// [`stream_read`] continues later if the transmit credit runs out. Returns
+/// the number of PSNs the responses take.
+pub(super) fn start_read(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    psn: Psn,
+    reth: &Reth,
+    msn: u32,
+) -> Result<u32, NakCode> {
+    check_reth(qp, reth, Need::RemoteRead)?;
+    // The requester reserved the responses' PSNs at the path MTU set at
+    // RTR, whatever the net device carries now (`current_mtu`).
+    let mtu = path_mtu(st);
+    let count = packet_count(reth.dma_len, mtu);
+    let r = ReadStream {
+        psn,
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.dma_len,
+        next: 0,
+        count,
+        msn,
+        mtu,
+    };
+    st.resp.reads.record(r);
+    st.resp.read = Some(r);
+    stream_read(qp, st);
+    Ok(count)
+}
+
+/// Answers a duplicate READ for `reth` with the responses `r` that
+/// [`ReadHistory::replay`] chose, after checking that the memory is still
+/// readable. Otherwise it is dropped: the requester times out.
+pub(super) fn replay_read(qp: &Qp<Rrxe>, st: &mut State, r: ReadStream, reth: &Reth) {
+    if reth.dma_len > 0
+        && mem::check_remote(
+            qp.device(),
+            qp.pd_id(),
+            qp.uid,
+            reth.rkey,
+            Need::RemoteRead,
+            reth.va,
+            reth.dma_len,
+        )
+        .is_err()
+    {
+        return;
+    }
+    st.resp.read = Some(r);
+    stream_read(qp, st);
+}
+
+/// Queues the next READ responses of the stream in progress, as many as
+/// the transmit credit allows; the stream ends with its last response (or
+/// when a response cannot be built: the requester asks again after its
+/// timeout).
+pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
+    let Some(mut r) = st.resp.read else {
+        return;
+    };
+    let dev = qp.device();
+    let pd_id = qp.pd_id();
+    let pmtu = r.mtu;
+    let dest_qpn = st.attr.dest_qp_num();
+    let State { tx, resp, .. } = &mut *st;
+    let Some(tx) = tx.as_ref() else {
+        qp_counts(qp).inc(Counter::SendErr);
+        resp.read = None;
+        return;
+    };
+    while r.next < r.count {
+        if !crate::rrxe::tx::tx_room(qp) {
+            // Resumed from the QP's kick when credit comes back.
+            resp.read = Some(r);
+            return;
+        }
+        let Some(seg) = segment_at(r.len, pmtu, r.next) else {
+            break;
+        };
+        let Some(opcode) =
+            Opcode::for_message(Transport::Rc, MessageKind::RdmaReadResponse, seg.position)
+        else {
+            break;
+        };
+        let mut ext = ExtHeaders::default();
+        if !matches!(seg.position, Position::Middle) {
+            ext.aeth = Aeth::new(ack(), r.msn).ok();
+        }
+        let bth = Bth {
+            opcode,
+            pkey: DEFAULT_PKEY,
+            dest_qpn,
+            psn: r.psn.add(r.next),
+            ..Bth::default()
+        };
+        let va = r.va.wrapping_add(u64::from(seg.offset));
+        let rkey = r.rkey;
+        let via = Via::Rkey(qp.uid);
+        let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
+            mem::read(dev, pd_id, rkey, via, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
+        });
+        match built {
+            Ok(skb) => qp.txq.push_back(skb),
+            Err(_) => {
+                qp_counts(qp).inc(Counter::SendErr);
+                break;
+            }
+        }
+        r.next += 1;
+    }
+    resp.read = None;
+}

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! RC and UC requester: cuts send WQEs into request packets, in send
+//! queue order, within the PSN window and the transmit credit.
+
+use crate::{
+    proto::{
+        atmeth::AtomicEth,
+        bth::{
+            Bth,
+            DEFAULT_PKEY, //
+        },
+        feth::Feth,
+        ieth::Ieth,
+        immdt::ImmDt,
+        opcode::{
+            MessageKind,
+            Opcode,
+            Position,
+            Transport, //
+        },
+        packet::ExtHeaders,
+        rc::{
+            self,
+            MAX_UNACKED_PSNS, //
+        },
+        reth::Reth,
+        segment::{
+            packet_count,
+            segment_at,
+            PathMtu, //
+        },
+        wqe::{
+            self,
+            SendWqe, //
+        },
+    },
+    rdma::{
+        qp::{
+            qp_state,
+            qp_type,
+            Qp, //
+        },
+        wc::WcStatus, //
+    },
+};
+use kernel::prelude::*;
+
+use crate::rrxe::{
+    mem,
+    qp::State,
+    verbs::Rrxe, //
+};
+
+use super::{
+    arm_retransmit,
+    complete_head,
+    current_mtu,
+    fail_head,
+    local_ops::{
+        complete_local_ops,
+        local_op_of,
+        run_local_op, //
+    },
+    meta,
+    path_mtu,
+    sq_before,
+    tx_ctx, //
+    WqeMeta,
+    WC_ATOMIC_WRITE,
+    WC_COMP_SWAP,
+    WC_FETCH_ADD,
+    WC_FLUSH,
+    WC_RDMA_READ,
+    WC_RDMA_WRITE,
+    WC_SEND, //
+};
+
+/// What the requester sends for a WQE.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// A message of packets carrying the data.
+    Msg(MessageKind),
+    /// One READ request; the data comes back in READ responses.
+    Read,
+    /// One atomic request; the original value comes back in the atomic
+    /// acknowledge.
+    Atomic,
+    /// One ATOMIC WRITE request carrying the 8-byte value; it is answered
+    /// by a READ response without data (as rdma_rxe).
+    AtomicWrite,
+    /// One FLUSH request (FETH and RETH, no payload), answered likewise.
+    Flush,
+}
+
+/// Work and completion opcode of a send WR opcode.
+fn kind_of(opcode: u32) -> Option<(Work, u32)> {
+    match opcode {
+        wqe::IB_WR_SEND => Some((Work::Msg(MessageKind::Send), WC_SEND)),
+        wqe::IB_WR_SEND_WITH_IMM => Some((Work::Msg(MessageKind::SendWithImm), WC_SEND)),
+        wqe::IB_WR_RDMA_WRITE => Some((Work::Msg(MessageKind::RdmaWrite), WC_RDMA_WRITE)),
+        wqe::IB_WR_RDMA_WRITE_WITH_IMM => {
+            Some((Work::Msg(MessageKind::RdmaWriteWithImm), WC_RDMA_WRITE))
+        }
+        wqe::IB_WR_RDMA_READ => Some((Work::Read, WC_RDMA_READ)),
+        wqe::IB_WR_SEND_WITH_INV => Some((Work::Msg(MessageKind::SendWithInv), WC_SEND)),
+        wqe::IB_WR_ATOMIC_CMP_AND_SWP => Some((Work::Atomic, WC_COMP_SWAP)),
+        wqe::IB_WR_ATOMIC_FETCH_AND_ADD => Some((Work::Atomic, WC_FETCH_ADD)),
+        wqe::IB_WR_ATOMIC_WRITE => Some((Work::AtomicWrite, WC_ATOMIC_WRITE)),
+        wqe::IB_WR_FLUSH => Some((Work::Flush, WC_FLUSH)),
+        _ => None,
+    }
+}
+
+/// Largest message (IBTA: 2^31 bytes).
+pub(super) const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// Queues the READ request of the WQE at `req.next` for its packets from
+/// `index` on (all of them, or the rest after a retry); `false` if it could
+/// not be built.
+fn send_read_request(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    w: &SendWqe,
+    mtu: PathMtu,
+    index: u32,
+    count: u32,
+) -> bool {
+    let mtu = mtu.bytes();
+    let done = index.saturating_mul(mtu).min(w.length);
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: w.remote_addr.wrapping_add(u64::from(done)),
+            rkey: w.rkey,
+            dma_len: w.length - done,
+        }),
+        ..ExtHeaders::default()
+    };
+    // The responses take the PSNs of the packets still to come.
+    queue_request(
+        qp,
+        st,
+        Opcode::RC_RDMA_READ_REQUEST,
+        &ext,
+        count.saturating_sub(index).max(1),
+        &[],
+    )
+}
+
+/// Queues the one request packet of the WQE at `req.next` (a READ request,
+/// an atomic or an ATOMIC WRITE with its value as `payload`), asking for an
+/// acknowledge, whose responses take `psns` PSNs, and moves to the next
+/// WQE; `false` if it could not be built (the retransmit timer tries again).
+fn queue_request(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    opcode: Opcode,
+    ext: &ExtHeaders,
+    psns: u32,
+    payload: &[u8],
+) -> bool {
+    let bth = Bth {
+        opcode,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: st.attr.dest_qp_num(),
+        ack_req: true,
+        psn: st.req.psn,
+        ..Bth::default()
+    };
+    let Some(tx) = tx_ctx(qp, st) else {
+        return false;
+    };
+    let built = tx.build(&bth, ext, payload.len(), |buf| {
+        buf.get_mut(..payload.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(payload);
+        Ok(())
+    });
+    let ok = match built {
+        Ok(skb) => {
+            qp.txq.push_back(skb);
+            true
+        }
+        Err(_) => false,
+    };
+    if ok {
+        st.req.psn = st.req.psn.add(psns);
+        if st.req.sent_end.before(st.req.psn) {
+            st.req.sent_end = st.req.psn;
+        }
+        st.req.next = st.sq.geo.next(st.req.next);
+        st.req.offset = 0;
+    }
+    if !st.req.timer_armed {
+        arm_retransmit(qp, st);
+    }
+    ok
+}
+
+/// Queues the atomic request of the WQE at `req.next` (CmpSwap or
+/// FetchAdd, IBTA Vol 1 §9.4.5); `false` if it could not be built.
+fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    let (opcode, atmeth) = if w.opcode == wqe::IB_WR_ATOMIC_CMP_AND_SWP {
+        (
+            Opcode::RC_COMPARE_SWAP,
+            AtomicEth {
+                va: w.remote_addr,
+                rkey: w.rkey,
+                swap_add: w.swap,
+                compare: w.compare_add,
+            },
+        )
+    } else {
+        (
+            Opcode::RC_FETCH_ADD,
+            AtomicEth {
+                va: w.remote_addr,
+                rkey: w.rkey,
+                swap_add: w.compare_add,
+                compare: 0,
+            },
+        )
+    };
+    let ext = ExtHeaders {
+        atmeth: Some(atmeth),
+        ..ExtHeaders::default()
+    };
+    queue_request(qp, st, opcode, &ext, 1, &[])
+}
+
+/// Queues the ATOMIC WRITE request of the WQE at `req.next` (IBTA Vol 1
+/// Annex A19): a RETH for the 8 bytes at the remote address and the value
+/// itself, as the provider stored it in the WQE; `false` if it could not be
+/// built.
+fn send_atomic_write_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    let Ok(value) = wqe::send_atomic_write_value(&st.sq_snap) else {
+        return false;
+    };
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: w.remote_addr,
+            rkey: w.rkey,
+            // CAST: 8.
+            dma_len: wqe::ATOMIC_WRITE_SIZE as u32,
+        }),
+        ..ExtHeaders::default()
+    };
+    queue_request(qp, st, Opcode::RC_ATOMIC_WRITE, &ext, 1, &value)
+}
+
+/// Queues the FLUSH request of the WQE at `req.next` (IBTA Vol 1 Annex
+/// A19): the FETH with the placement type and selectivity, and a RETH for
+/// the range (librxe, like the C requester, keeps the length in
+/// `dma.length`); no payload. `false` if it could not be built.
+fn send_flush_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    let ext = ExtHeaders {
+        // The FETH fields are 4 and 2 bits wide: the rest of the user's
+        // bytes is dropped, as the C requester's `feth_init` masks them.
+        feth: Some(Feth {
+            placement_type: w.flush_type & 0xf,
+            selectivity: w.flush_level & 0x3,
+        }),
+        reth: Some(Reth {
+            va: w.remote_addr,
+            rkey: w.rkey,
+            dma_len: w.length,
+        }),
+        ..ExtHeaders::default()
+    };
+    queue_request(qp, st, Opcode::RC_FLUSH, &ext, 1, &[])
+}
+
+/// Sends what the send queue and the window allow.
+pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+    send_requests(qp, st, sq_sig_all);
+    check_sq_drained(qp, st);
+}
+
+/// In SQD, once every message started before the move has completed (all
+/// its packets acknowledged, its responses in), the send queue is drained:
+/// `sq_draining` clears and SQ Drained is reported (IBTA Vol 1 §10.3.1;
+/// as the C driver's requester and completer check after each step).
+fn check_sq_drained(qp: &Qp<Rrxe>, st: &mut State) {
+    if st.attr.qp_state() != qp_state::SQD || st.attr.sq_draining() == 0 {
+        return;
+    }
+    let idle = st.req.offset == 0
+        && !sq_before(st, st.sq.consumer(), st.req.started_end)
+        && st.req.comp_psn == st.req.psn;
+    if idle {
+        st.attr.set_sq_draining(0);
+        // Reported once the state lock is released, as every caller does
+        // (`RrxeQp::report_events`).
+        crate::rrxe::qp::RrxeQp::sq_drained(qp);
+    }
+}
+
+/// The WQE the requester works on, once started: its slot, its snapshot,
+/// the MTU its packets are cut at and how many it has, and the index of
+/// the next one to send.
+struct Current {
+    idx: u32,
+    w: SendWqe,
+    pmtu: PathMtu,
+    count: u32,
+    index: u32,
+}
+
+/// The requester: sends the packets of the WQEs at `req.next` while the
+/// window, the transmit credit and `max_rd_atomic` allow. In SQD it only
+/// finishes (or sends again) the messages already started.
+fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+    let draining = match st.attr.qp_state() {
+        qp_state::RTS => false,
+        qp_state::SQD => true,
+        _ => return,
+    };
+    if st.req.rnr_wait {
+        return;
+    }
+    if !complete_local_ops(qp, st) {
+        return;
+    }
+    // UC sends without acknowledges: no window, and a WQE completes once
+    // its last packet is queued.
+    let uc = qp.qp_type() == qp_type::UC;
+    loop {
+        if !uc && rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
+            break;
+        }
+        // Resumed from the QP's kick when transmit credit comes back.
+        if !crate::rrxe::tx::tx_room(qp) {
+            break;
+        }
+        let idx = st.req.next;
+        if st.sq.geo.is_empty(st.sq.producer(), idx) {
+            break;
+        }
+        if draining && !sq_before(st, idx, st.req.started_end) {
+            break;
+        }
+        if st.snap_index != Some(idx) {
+            let State { sq, sq_snap, .. } = &mut *st;
+            if sq.read_slot(idx, sq_snap).is_err() {
+                break;
+            }
+            st.snap_index = Some(idx);
+        }
+        if let Some(w) = local_op_of(&st.sq_snap) {
+            if run_local_op(qp, st, idx, &w, sq_sig_all) {
+                continue;
+            }
+            break;
+        }
+        let Some((w, (work, wc_opcode))) = executable(&st.sq_snap, uc) else {
+            fail_unexecutable(qp, st, idx);
+            break;
+        };
+        let Some(cur) = start_wqe(qp, st, idx, w, work, wc_opcode, sq_sig_all) else {
+            break;
+        };
+        let sent = match work {
+            Work::Read => send_read_request(qp, st, &cur.w, cur.pmtu, cur.index, cur.count),
+            Work::Atomic => send_atomic_request(qp, st, &cur.w),
+            Work::AtomicWrite => send_atomic_write_request(qp, st, &cur.w),
+            Work::Flush => send_flush_request(qp, st, &cur.w),
+            Work::Msg(kind) => send_message_packet(qp, st, &cur, kind, uc),
+        };
+        if !sent {
+            break;
+        }
+    }
+}
+
+/// The send WQE in `snap`, with what the requester sends for it, if rxe
+/// can execute it on this QP (a UC QP sends no READ, atomic, FLUSH or SEND
+/// with invalidate).
+fn executable(snap: &[u8], uc: bool) -> Option<(SendWqe, (Work, u32))> {
+    SendWqe::parse(snap)
+        .ok()
+        .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
+        .filter(|(w, (work, _))| {
+            // A FLUSH's length is a range, not a message size: sent as the
+            // C requester sends it (the responder refuses one past 2^31,
+            // C9-94).
+            (w.length <= MAX_MSG_SIZE || *work == Work::Flush)
+                && !(uc
+                    && matches!(
+                        *work,
+                        Work::Read
+                            | Work::Atomic
+                            | Work::AtomicWrite
+                            | Work::Flush
+                            | Work::Msg(MessageKind::SendWithInv)
+                    ))
+                // An atomic reads and writes one aligned 8-byte word.
+                && (*work != Work::Atomic || (w.length >= 8 && w.remote_addr & 7 == 0))
+                // An ATOMIC WRITE carries exactly its 8-byte value (the
+                // provider sets the length to 8).
+                && (*work != Work::AtomicWrite || w.length as usize == wqe::ATOMIC_WRITE_SIZE)
+        })
+}
+
+/// A WQE rxe cannot execute completes in error once it is the oldest.
+fn fail_unexecutable(qp: &Qp<Rrxe>, st: &mut State, idx: u32) {
+    if idx != st.sq.consumer() {
+        return;
+    }
+    // `wr_id` is the first field of every send WQE.
+    let wr_id = st
+        .sq_snap
+        .first_chunk::<8>()
+        .map_or(0, |b| u64::from_ne_bytes(*b));
+    let m = WqeMeta {
+        wr_id,
+        ..WqeMeta::default()
+    };
+    if let Some(slot) = st.sq_meta.get_mut(idx as usize) {
+        *slot = m;
+    }
+    fail_head(qp, st, WcStatus::LocQpOpErr);
+}
+
+/// Starts the WQE at `idx` (its PSN range and what completion needs, the
+/// first time; its first PSN again, when it is sent again), or `None` if
+/// it must wait (`max_rd_atomic` reached).
+fn start_wqe(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    idx: u32,
+    w: SendWqe,
+    work: Work,
+    wc_opcode: u32,
+    sq_sig_all: bool,
+) -> Option<Current> {
+    let atomic = work == Work::Atomic;
+    let empty_read_response = matches!(work, Work::AtomicWrite | Work::Flush);
+    let started = sq_before(st, idx, st.req.started_end);
+    let pmtu = if started {
+        meta(st, idx).mtu
+    } else if work == Work::Read {
+        // The responder spends the PSNs this end reserves for the
+        // responses: both count them at the MTU agreed at RTR.
+        path_mtu(st)
+    } else {
+        current_mtu(qp, st)
+    };
+    let count = if atomic || empty_read_response {
+        1
+    } else {
+        packet_count(w.length, pmtu)
+    };
+    // An ATOMIC WRITE or FLUSH counts against `max_rd_atomic` like a READ
+    // (the C requester counts ATOMIC WRITE, not FLUSH; both use a
+    // responder resource).
+    let rd_atomic = atomic || empty_read_response || work == Work::Read;
+    if st.req.offset == 0 {
+        if started {
+            st.req.psn = meta(st, idx).first_psn;
+        } else {
+            // At most `max_rd_atomic` READs and atomics outstanding (at
+            // least one).
+            if rd_atomic && st.req.reads_in_flight >= u32::from(st.attr.max_rd_atomic()).max(1) {
+                return None;
+            }
+            let m = WqeMeta {
+                wr_id: w.wr_id,
+                wc_opcode,
+                signaled: sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0,
+                len: w.length,
+                first_psn: st.req.psn,
+                last_psn: st.req.psn.add(count - 1),
+                mtu: pmtu,
+                rd_atomic,
+                atomic,
+                empty_read_response,
+                send: matches!(
+                    work,
+                    Work::Msg(
+                        MessageKind::Send | MessageKind::SendWithImm | MessageKind::SendWithInv
+                    )
+                ),
+                ..WqeMeta::default()
+            };
+            if rd_atomic {
+                st.req.reads_in_flight += 1;
+            }
+            *st.sq_meta.get_mut(idx as usize)? = m;
+            st.req.started_end = st.sq.geo.next(idx);
+        }
+    }
+    Some(Current {
+        idx,
+        w,
+        pmtu,
+        count,
+        index: st.req.offset / pmtu.bytes(),
+    })
+}
+
+/// The headers of the packet of a SEND or WRITE message at `seg`.
+fn message_headers(
+    st: &State,
+    cur: &Current,
+    kind: MessageKind,
+    position: Position,
+    uc: bool,
+) -> Option<(Bth, ExtHeaders)> {
+    let w = &cur.w;
+    let transport = if uc { Transport::Uc } else { Transport::Rc };
+    let opcode = Opcode::for_message(transport, kind, position)?;
+    let last = matches!(position, Position::Last | Position::Only);
+    let first = matches!(position, Position::First | Position::Only);
+    let bth = Bth {
+        opcode,
+        se: last && w.send_flags & wqe::IB_SEND_SOLICITED != 0,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: st.attr.dest_qp_num(),
+        ack_req: !uc && rc::wants_ack(cur.index, cur.count),
+        psn: st.req.psn,
+        ..Bth::default()
+    };
+    let mut ext = ExtHeaders::default();
+    let is_write = matches!(kind, MessageKind::RdmaWrite | MessageKind::RdmaWriteWithImm);
+    if first && is_write {
+        ext.reth = Some(Reth {
+            va: w.remote_addr,
+            rkey: w.rkey,
+            dma_len: w.length,
+        });
+    }
+    if last
+        && matches!(
+            kind,
+            MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm
+        )
+    {
+        ext.immdt = Some(ImmDt {
+            imm_data: w.imm_data.to_ne_bytes(),
+        });
+    }
+    if last && kind == MessageKind::SendWithInv {
+        ext.ieth = Some(Ieth {
+            rkey: w.invalidate_rkey,
+        });
+    }
+    Some((bth, ext))
+}
+
+/// Builds and queues the next packet of a SEND or WRITE message; `false`
+/// if the requester must stop (no route yet, no memory, or the gather
+/// failed).
+fn send_message_packet(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    cur: &Current,
+    kind: MessageKind,
+    uc: bool,
+) -> bool {
+    let w = &cur.w;
+    let Some(seg) = segment_at(w.length, cur.pmtu, cur.index) else {
+        return false;
+    };
+    let Some((bth, ext)) = message_headers(st, cur, kind, seg.position, uc) else {
+        return false;
+    };
+    let last = matches!(seg.position, Position::Last | Position::Only);
+    let Some(_) = tx_ctx(qp, st) else {
+        // No route yet: the timer (which resolves it) tries again.
+        if !st.req.timer_armed {
+            arm_retransmit(qp, st);
+        }
+        return false;
+    };
+    let mut gather_err = None;
+    let built = {
+        let State { tx, sq_snap, .. } = &*st;
+        let Some(tx) = tx.as_ref() else {
+            return false;
+        };
+        tx.build(&bth, &ext, seg.len as usize, |buf| {
+            mem::gather(
+                qp.device(),
+                qp.pd_id(),
+                sq_snap,
+                w.has_inline(),
+                w.length,
+                w.num_sge,
+                seg.offset,
+                buf,
+            )
+            .map_err(|e| {
+                gather_err = Some(e);
+                EFAULT
+            })
+        })
+    };
+    let skb = match built {
+        Ok(skb) => skb,
+        Err(_) => {
+            if let Some(e) = gather_err {
+                if cur.idx == st.sq.consumer() && cur.index == 0 {
+                    fail_head(qp, st, e.local_status());
+                }
+            } else if !st.req.timer_armed {
+                // Out of memory: the retransmit timer tries again.
+                arm_retransmit(qp, st);
+            }
+            return false;
+        }
+    };
+    qp.txq.push_back(skb);
+    st.req.psn = st.req.psn.next();
+    if st.req.sent_end.before(st.req.psn) {
+        st.req.sent_end = st.req.psn;
+    }
+    if last {
+        st.req.next = st.sq.geo.next(cur.idx);
+        st.req.offset = 0;
+    } else {
+        st.req.offset += seg.len;
+    }
+    if uc {
+        if last {
+            complete_head(qp, st, WcStatus::Success);
+            st.req.comp_psn = st.req.psn;
+        }
+    } else if !st.req.timer_armed {
+        arm_retransmit(qp, st);
+    }
+    true
+}
