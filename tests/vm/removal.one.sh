@@ -16,6 +16,19 @@
 #                     it stopped: `ip link delete` of the veth returns
 #                     within 10 s and the device is gone; after SIGCONT
 #                     the holder gets DEVICE_FATAL and EIO
+#   delete-cm-listener an rping server listening on the device's address:
+#                     `rdma link delete` returns within 10 s and rping
+#                     reports RDMA_CM_EVENT_DEVICE_REMOVAL and exits
+#   delete-cm-connected an rping client and server connected over the
+#                     device, pinging without end: the same, for both
+#   netdev-moved      as netdev-deleted, but the veth moves to another
+#                     network namespace (`ip link set rmv0 netns rmns`),
+#                     which unregisters it here as deletion does
+#   dev-moved         in exclusive namespace mode, the device itself moves
+#                     (`rdma dev set DEV netns rmns`) while the stopped
+#                     holder has it open: returns within 10 s, the holder
+#                     gets DEVICE_FATAL and EIO, the namespace lists the
+#                     device, and it comes back when the namespace goes
 #   delete-kernel-ulp an NVMe-oF host (nvme-rdma) connected over the device
 #                     to a target (nvmet-rdma) in the same VM, I/O checked:
 #                     `rdma link delete` returns within 10 s, the host's
@@ -25,9 +38,11 @@
 #                     DEVICE_FATAL and EIO; rrxe loads again and works
 # The kernel log is checked for reports by the harness after the suite.
 # rdma_rxe has no disassociate_ucontext: its removal waits for the
-# application. Its delete-listener and netdev-deleted are run bounded (the
-# server, the holder, is killed after 10 s) and its delete-kernel-ulp run:
-# how long each took is printed, not judged.
+# application. Its delete-listener, delete-cm-listener, netdev-deleted and
+# netdev-moved are run bounded (the application is killed after 10 s) and
+# its delete-kernel-ulp run: how long each took is printed, not judged.
+# (The RDMA core refuses dev-moved to a driver without
+# disassociate_ucontext; the netns-exclusive suite prints that.)
 # runs: rrxe@debug
 # full-runs: rxe@debug
 # timeout: 600
@@ -173,34 +188,52 @@ ulp_down() {
 target_listening() {
 	rdma res show cm_id 2>/dev/null | grep -E "(dev|link) $IBDEV[ /].*state LISTEN .*comm \\[nvmet_rdma\\]"
 }
+# cm_listener_up PORT [ARG...]: an rping server listening on the device's
+# address and PORT, its output in /tmp/rping-PORT.out; sets RPING.
+cm_listener_up() {
+	local port=$1
+	shift
+	timeout 120 rping -s -a "$MY_IP" -p "$port" "$@" >"/tmp/rping-$port.out" 2>&1 &
+	RPING=$!
+	retry 30 cm_port_listening "$port"
+}
 if [ "$DRIVER" != rrxe ]; then
+	# bounded CASE PID CMD...: run CMD (the removal) in the background; after
+	# 10 s kill -9 PID (the application holding the device) if CMD still
+	# waits; print how long CMD took.
+	bounded() {
+		local what=$1 pid=$2 t0 del rc
+		shift 2
+		t0=$(date +%s)
+		"$@" &
+		del=$!
+		sleep 10
+		kill -0 "$del" 2>/dev/null && echo "# $DRIVER: $what still waiting after 10 s; killing the application"
+		kill -9 "$pid" 2>/dev/null
+		wait "$del"
+		rc=$?
+		echo "# $DRIVER: $what returned after $(($(date +%s) - t0)) s (exit $rc)"
+	}
 	timeout 120 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -p 18600 >/dev/null 2>&1 &
 	srv=$!
 	retry 30 tcp_listening 18600
-	t0=$(date +%s)
-	rdma link delete "$IBDEV" &
-	del=$!
-	sleep 10
-	if kill -0 "$del" 2>/dev/null; then
-		echo "# $DRIVER: rdma link delete still waiting after 10 s; killing the server"
+	bounded "rdma link delete with an ibv_rc_pingpong server" "$srv" rdma link delete "$IBDEV"
+	if rdma_up && cm_listener_up 18604; then
+		bounded "rdma link delete with an rping listener" "$RPING" rdma link delete "$IBDEV"
+		echo "# $DRIVER: rping said: $(grep -i removal /tmp/rping-18604.out)"
 	fi
-	kill "$srv"
-	wait "$del"
-	rc=$?
-	echo "# $DRIVER: rdma link delete returned after $(($(date +%s) - t0)) s (exit $rc)"
-	# netdev-deleted, bounded: the stopped holder is killed after 10 s.
+	# netdev-deleted and netdev-moved: the stopped holder is killed after 10 s.
 	if veth_up; then
 		holder_start "$VDEV"
 		kill -STOP "$HOLDER"
-		t0=$(date +%s)
-		ip link delete rmv0 &
-		del=$!
-		sleep 10
-		kill -0 "$del" 2>/dev/null && echo "# $DRIVER: ip link delete still waiting after 10 s; killing the holder"
-		kill -9 "$HOLDER"
-		wait "$del"
-		echo "# $DRIVER: ip link delete of the device's net device returned after $(($(date +%s) - t0)) s"
+		bounded "ip link delete of the device's net device" "$HOLDER" ip link delete rmv0
 	fi
+	if ip netns add rmns && veth_up; then
+		holder_start "$VDEV"
+		kill -STOP "$HOLDER"
+		bounded "moving the device's net device to another namespace" "$HOLDER" ip link set rmv0 netns rmns
+	fi
+	ip netns delete rmns
 	# delete-kernel-ulp, printed.
 	if rdma_up && target_up &&
 		timeout 120 nvme connect -t rdma -n "$NQN" -a "$MY_IP" -s 4420 \
@@ -265,6 +298,38 @@ kill "$srv" "$cli" 2>/dev/null
 check "delete-streaming-readd" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
 
+# delete-cm-listener
+check "cm-listener-up" cm_listener_up 18604
+check "delete-cm-listener" timed 10 rdma link delete "$IBDEV"
+# rping_removed PID LOG: rping (PID) exits in error within 10 s, having
+# reported RDMA_CM_EVENT_DEVICE_REMOVAL.
+rping_removed() {
+	local rc
+	timeout 10 tail --pid="$1" -f /dev/null
+	wait "$1"
+	rc=$?
+	echo "rping exit $rc:"
+	sed 's/^/    /' "$2"
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qi "device removal" "$2"
+}
+check "delete-cm-listener-event" rping_removed "$RPING" /tmp/rping-18604.out
+check "delete-cm-listener-readd" rdma_up
+
+# delete-cm-connected
+check "cm-connected-up" cm_listener_up 18605 -S 4096
+RSRV=$RPING
+timeout 120 rping -c -a "$MY_IP" -p 18605 -S 4096 >/tmp/rping-c.out 2>&1 &
+RCLI=$!
+cm_connected() { rdma res show cm_id 2>/dev/null | grep -E "link $IBDEV/" | grep -c "state CONNECT " | grep -qx 2; }
+check "cm-connected" retry 30 cm_connected
+sleep 2
+check "cm-connected-running" kill -0 "$RCLI"
+check "delete-cm-connected" timed 10 rdma link delete "$IBDEV"
+check "delete-cm-connected-server-event" rping_removed "$RSRV" /tmp/rping-18605.out
+check "delete-cm-connected-client-event" rping_removed "$RCLI" /tmp/rping-c.out
+check "delete-cm-connected-readd" rdma_up
+GID=$(gid_index "$IBDEV" "$MY_IP")
+
 # netdev-deleted
 check "netdev-device-added" veth_up
 holder_start "$VDEV"
@@ -274,6 +339,37 @@ check "netdev-deleted" timed 10 ip link delete rmv0
 check "netdev-deleted-device-gone" retry 10 test ! -e "/sys/class/infiniband/$VDEV"
 kill -CONT "$HOLDER"
 check "netdev-deleted-fatal-eio" holder_saw
+
+# netdev-moved
+check "netdev-moved-device-added" veth_up
+holder_start "$VDEV"
+check "netdev-moved-holder-ready" grep -q ready /tmp/holder.out
+kill -STOP "$HOLDER"
+ip netns add rmns
+check "netdev-moved" timed 10 ip link set rmv0 netns rmns
+check "netdev-moved-device-gone" retry 10 test ! -e "/sys/class/infiniband/$VDEV"
+kill -CONT "$HOLDER"
+check "netdev-moved-fatal-eio" holder_saw
+ip netns delete rmns
+
+# dev-moved (exclusive mode can be set only while no other namespace is
+# left; their removal is asynchronous)
+check "dev-moved-exclusive" retry 60 rdma system set netns exclusive
+ip netns add rmns
+holder_start
+check "dev-moved-holder-ready" grep -q ready /tmp/holder.out
+kill -STOP "$HOLDER"
+check "dev-moved" timed 10 rdma dev set "$IBDEV" netns rmns
+ns_lists_dev() { ip netns exec rmns rdma dev show "$IBDEV"; }
+check "dev-moved-listed-there" retry 10 ns_lists_dev
+check "dev-moved-not-here" bash -c "! rdma dev show $IBDEV"
+kill -CONT "$HOLDER"
+check "dev-moved-fatal-eio" holder_saw
+ip netns delete rmns
+check "dev-moved-back" retry 30 rdma dev show "$IBDEV"
+check "dev-moved-shared" retry 60 rdma system set netns shared
+check "dev-moved-port-active" wait_port_active "$IBDEV"
+GID=$(gid_index "$IBDEV" "$MY_IP")
 
 # delete-kernel-ulp
 check "ulp-target-up" target_up
