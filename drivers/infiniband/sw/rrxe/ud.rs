@@ -192,6 +192,42 @@ fn checked_wqe(
     Some((w, kind, signaled))
 }
 
+/// The headers of the datagram of `w`; it takes the next PSN.
+fn datagram_headers(
+    qp: &Qp<Rrxe>,
+    st: &mut State,
+    w: &SendWqe,
+    kind: MessageKind,
+) -> Option<(Bth, ExtHeaders)> {
+    let opcode = Opcode::for_message(Transport::Ud, kind, Position::Only)?;
+    let qkey = if w.remote_qkey & QKEY_USE_QP != 0 {
+        st.attr.qkey()
+    } else {
+        w.remote_qkey
+    };
+    let bth = Bth {
+        opcode,
+        se: w.send_flags & wqe::IB_SEND_SOLICITED != 0,
+        pkey: DEFAULT_PKEY,
+        dest_qpn: w.remote_qpn,
+        psn: st.req.take_psn(),
+        ..Bth::default()
+    };
+    let mut ext = ExtHeaders {
+        deth: Some(Deth {
+            qkey,
+            src_qpn: qp.qp_num(),
+        }),
+        ..ExtHeaders::default()
+    };
+    if kind == MessageKind::SendWithImm {
+        ext.immdt = Some(ImmDt {
+            imm_data: w.imm_data.to_ne_bytes(),
+        });
+    }
+    Some((bth, ext))
+}
+
 /// Builds and queues the datagram of `w` and completes it; `false` if the
 /// requester must stop (the kick resolves the AH's route first).
 fn send_datagram(
@@ -235,34 +271,9 @@ fn send_datagram(
         return true;
     };
     st.ud_route_tries = 0;
-    let Some(opcode) = Opcode::for_message(Transport::Ud, kind, Position::Only) else {
+    let Some((bth, ext)) = datagram_headers(qp, st, w, kind) else {
         return false;
     };
-    let qkey = if w.remote_qkey & QKEY_USE_QP != 0 {
-        st.attr.qkey()
-    } else {
-        w.remote_qkey
-    };
-    let bth = Bth {
-        opcode,
-        se: w.send_flags & wqe::IB_SEND_SOLICITED != 0,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: w.remote_qpn,
-        psn: st.req.take_psn(),
-        ..Bth::default()
-    };
-    let mut ext = ExtHeaders {
-        deth: Some(Deth {
-            qkey,
-            src_qpn: qp.qp_num(),
-        }),
-        ..ExtHeaders::default()
-    };
-    if kind == MessageKind::SendWithImm {
-        ext.immdt = Some(ImmDt {
-            imm_data: w.imm_data.to_ne_bytes(),
-        });
-    }
     let built = tx.build_datagram(
         qp.qp_num(),
         w.remote_qpn,
