@@ -130,9 +130,12 @@ if [ "$DRIVER" = rrxe ] || [ "${TEST_LEVEL:-full}" = full ]; then
 		check "mtu-shrinks-live-mid-run-vm$VM" grep -qx running /tmp/mtu-live.state
 		check "mtu-shrinks-live-no-icrc-drops-vm$VM" test "$(icrc_drops)" -eq "$icrc0"
 		check "mtu-shrinks-live-new-messages-at-1024-vm$VM" test "$sent_live" -ge 9500
-		# At most one message's 2048 packets, 3 fragments each, and a few
-		# windows of 128 packets retried.
-		check "mtu-shrinks-live-few-fragments-vm$VM" test "$frags" -le 7000
+		# Only the message begun before the shrink is fragmented (3
+		# fragments a packet), with its retransmissions: most packets sent
+		# are not. (Had the QP kept 4096, nearly every packet after the
+		# first 300 would be. How many are retransmitted depends on the
+		# machine's speed: on one, 4585 of 14552.)
+		check "mtu-shrinks-live-most-unfragmented-vm$VM" test $((frags / 3 * 2)) -lt "$sent_live"
 		[ "$VM" = 1 ] || check "mtu-shrinks-live-begun-message-fragmented" test "$frags" -gt 0
 	fi
 	barrier mtu-live-done
