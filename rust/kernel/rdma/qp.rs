@@ -447,20 +447,45 @@ pub struct SendWr<'a, T: Driver> {
     dev: &'a Device<T>,
 }
 
-/// `enum ib_wr_opcode` values selecting a containing structure.
-mod wr_op {
+/// Work request opcodes (`enum ib_wr_opcode`).
+pub mod wr_opcode {
     use crate::bindings;
-    pub(super) const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
-    pub(super) const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
-    pub(super) const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
-    pub(super) const RDMA_READ_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV;
-    pub(super) const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
-    pub(super) const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
-    pub(super) const MASKED_ATOMIC_CMP_AND_SWP: u32 =
+    /// `IB_WR_RDMA_WRITE`.
+    pub const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
+    /// `IB_WR_RDMA_WRITE_WITH_IMM`.
+    pub const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+    /// `IB_WR_SEND`.
+    pub const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
+    /// `IB_WR_SEND_WITH_IMM`.
+    pub const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+    /// `IB_WR_RDMA_READ`.
+    pub const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
+    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
+    pub const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
+    pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+    /// `IB_WR_LOCAL_INV`.
+    pub const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
+    /// `IB_WR_BIND_MW`.
+    pub const BIND_MW: u32 = bindings::ib_wr_opcode_IB_WR_BIND_MW;
+    /// `IB_WR_SEND_WITH_INV`.
+    pub const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+    /// `IB_WR_LSO`.
+    pub const LSO: u32 = bindings::ib_wr_opcode_IB_WR_LSO;
+    /// `IB_WR_RDMA_READ_WITH_INV`.
+    pub const RDMA_READ_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV;
+    /// `IB_WR_MASKED_ATOMIC_CMP_AND_SWP`.
+    pub const MASKED_ATOMIC_CMP_AND_SWP: u32 =
         bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
-    pub(super) const MASKED_ATOMIC_FETCH_AND_ADD: u32 =
+    /// `IB_WR_MASKED_ATOMIC_FETCH_AND_ADD`.
+    pub const MASKED_ATOMIC_FETCH_AND_ADD: u32 =
         bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
-    pub(super) const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
+    /// `IB_WR_FLUSH`.
+    pub const FLUSH: u32 = bindings::ib_wr_opcode_IB_WR_FLUSH;
+    /// `IB_WR_ATOMIC_WRITE`.
+    pub const ATOMIC_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
+    /// `IB_WR_REG_MR`.
+    pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
 }
 
 /// Reads entry `i` of an SGE list of `num_sge` entries.
@@ -532,10 +557,10 @@ impl<'a, T: Driver> SendWr<'a, T> {
         if self.is_ud()
             || !matches!(
                 self.opcode(),
-                wr_op::RDMA_WRITE
-                    | wr_op::RDMA_WRITE_WITH_IMM
-                    | wr_op::RDMA_READ
-                    | wr_op::RDMA_READ_WITH_INV
+                wr_opcode::RDMA_WRITE
+                    | wr_opcode::RDMA_WRITE_WITH_IMM
+                    | wr_opcode::RDMA_READ
+                    | wr_opcode::RDMA_READ_WITH_INV
             )
         {
             return None;
@@ -557,10 +582,10 @@ impl<'a, T: Driver> SendWr<'a, T> {
         if self.is_ud()
             || !matches!(
                 self.opcode(),
-                wr_op::ATOMIC_CMP_AND_SWP
-                    | wr_op::ATOMIC_FETCH_AND_ADD
-                    | wr_op::MASKED_ATOMIC_CMP_AND_SWP
-                    | wr_op::MASKED_ATOMIC_FETCH_AND_ADD
+                wr_opcode::ATOMIC_CMP_AND_SWP
+                    | wr_opcode::ATOMIC_FETCH_AND_ADD
+                    | wr_opcode::MASKED_ATOMIC_CMP_AND_SWP
+                    | wr_opcode::MASKED_ATOMIC_FETCH_AND_ADD
             )
         {
             return None;
@@ -613,7 +638,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
     /// The arguments of `IB_WR_REG_MR` (`reg_wr()`); `None` for other
     /// opcodes, on UD QPs and when the region belongs to another device.
     pub fn reg(&self) -> Option<RegArgs<'a, T>> {
-        if self.is_ud() || self.opcode() != wr_op::REG_MR {
+        if self.is_ud() || self.opcode() != wr_opcode::REG_MR {
             return None;
         }
         // CAST: by the RDMA core's contract `wr` is the first field of an `ib_reg_wr` for

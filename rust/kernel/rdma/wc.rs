@@ -19,6 +19,42 @@ pub const WC_WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
 /// `IB_WC_WITH_INVALIDATE`.
 pub const WC_WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
 
+/// Completion opcodes (`enum ib_wc_opcode`; `struct ib_uverbs_wc` carries
+/// the same numbers).
+pub mod wc_opcode {
+    use crate::bindings;
+    /// `IB_WC_SEND`.
+    pub const SEND: u32 = bindings::ib_wc_opcode_IB_WC_SEND;
+    /// `IB_WC_RDMA_WRITE`.
+    pub const RDMA_WRITE: u32 = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE;
+    /// `IB_WC_RDMA_READ`.
+    pub const RDMA_READ: u32 = bindings::ib_wc_opcode_IB_WC_RDMA_READ;
+    /// `IB_WC_COMP_SWAP`.
+    pub const COMP_SWAP: u32 = bindings::ib_wc_opcode_IB_WC_COMP_SWAP;
+    /// `IB_WC_FETCH_ADD`.
+    pub const FETCH_ADD: u32 = bindings::ib_wc_opcode_IB_WC_FETCH_ADD;
+    /// `IB_WC_BIND_MW`.
+    pub const BIND_MW: u32 = bindings::ib_wc_opcode_IB_WC_BIND_MW;
+    /// `IB_WC_LOCAL_INV`.
+    pub const LOCAL_INV: u32 = bindings::ib_wc_opcode_IB_WC_LOCAL_INV;
+    /// `IB_WC_LSO`.
+    pub const LSO: u32 = bindings::ib_wc_opcode_IB_WC_LSO;
+    /// `IB_WC_ATOMIC_WRITE`.
+    pub const ATOMIC_WRITE: u32 = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
+    /// `IB_WC_REG_MR`.
+    pub const REG_MR: u32 = bindings::ib_wc_opcode_IB_WC_REG_MR;
+    /// `IB_WC_MASKED_COMP_SWAP`.
+    pub const MASKED_COMP_SWAP: u32 = bindings::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP;
+    /// `IB_WC_MASKED_FETCH_ADD`.
+    pub const MASKED_FETCH_ADD: u32 = bindings::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD;
+    /// `IB_WC_FLUSH`.
+    pub const FLUSH: u32 = bindings::ib_wc_opcode_IB_WC_FLUSH;
+    /// `IB_WC_RECV`.
+    pub const RECV: u32 = bindings::ib_wc_opcode_IB_WC_RECV;
+    /// `IB_WC_RECV_RDMA_WITH_IMM`.
+    pub const RECV_RDMA_WITH_IMM: u32 = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM;
+}
+
 /// Size of `struct ib_uverbs_wc`.
 pub const UVERBS_WC_SIZE: usize = 48;
 /// Size of `struct ib_wc` (with `UVERBS_WC_SIZE`, what a CQ slot must hold).

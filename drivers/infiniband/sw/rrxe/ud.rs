@@ -17,6 +17,12 @@
 //!   packet is dropped; a receive WQE too small completes with
 //!   `IB_WC_LOC_LEN_ERR`.
 
+use crate::proto::wr::{
+    self,
+    wc as wc_op,
+    Service,
+    Work, //
+};
 use crate::{
     net::skbuff::ETH_P_IP,
     proto::{
@@ -48,7 +54,11 @@ use crate::{
             qp_state,
             Qp, //
         },
-        wc::WcStatus,
+        wc::{
+            WcStatus,
+            WC_GRH,
+            WC_WITH_IMM, //
+        },
     },
 };
 use kernel::prelude::*;
@@ -69,14 +79,6 @@ use super::{
     verbs::Rrxe, //
 };
 
-/// `IB_WC_SEND`.
-const WC_SEND: u32 = 0;
-/// `IB_WC_RECV`.
-const WC_RECV: u32 = 1 << 7;
-/// `IB_WC_GRH`.
-const WC_GRH: u32 = 1;
-/// `IB_WC_WITH_IMM`.
-const WC_WITH_IMM: u32 = 1 << 1;
 /// Bytes of the GRH area at the start of a UD receive buffer.
 pub(crate) const GRH_LEN: usize = 40;
 /// A Q_Key with this bit set in a send WR means "use the QP's Q_Key"
@@ -106,7 +108,11 @@ fn complete_send(
         qp_counts(qp).inc(Counter::RdmaSends);
     }
     if status != WcStatus::Success || signaled {
-        let _ = RrxeCq::post(qp.send_cq(), &wc(qp, wr_id, status, WC_SEND, len), false);
+        let _ = RrxeCq::post(
+            qp.send_cq(),
+            &wc(qp, wr_id, status, wc_op::SEND, len),
+            false,
+        );
     }
     st.sq.advance();
 }
@@ -177,9 +183,8 @@ fn checked_wqe(
         return None;
     };
     let signaled = sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0;
-    let kind = match w.opcode {
-        wqe::IB_WR_SEND => MessageKind::Send,
-        wqe::IB_WR_SEND_WITH_IMM => MessageKind::SendWithImm,
+    let kind = match wr::info(w.opcode).and_then(|e| e.work_on(Service::Ud)) {
+        Some(Work::Msg(kind)) => kind,
         _ => {
             complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, false);
             return None;
@@ -368,7 +373,7 @@ pub(crate) fn on_request(
             .map_or(0, |b| u64::from_ne_bytes(*b));
         let _ = RrxeCq::post(
             qp.recv_cq(),
-            &wc(qp, wr_id, WcStatus::LocQpOpErr, WC_RECV, 0),
+            &wc(qp, wr_id, WcStatus::LocQpOpErr, wc_op::RECV, 0),
             false,
         );
         return;
@@ -387,7 +392,7 @@ pub(crate) fn on_request(
     let payload = pkt.payload();
     let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh)
         .and_then(|()| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload));
-    let mut w = wc(qp, r.wr_id, WcStatus::Success, WC_RECV, 0);
+    let mut w = wc(qp, r.wr_id, WcStatus::Success, wc_op::RECV, 0);
     match placed {
         Ok(()) => {
             // CAST: one packet's payload.

@@ -25,7 +25,8 @@
 //!   registered memory region.
 //! - [`pma`]: the port's performance management agent (`PortCounters`).
 //! - [`queue`] and [`wqe`]: the rxe user ABI's shared queues and the send
-//!   and receive work queue entries user space writes into them.
+//!   and receive work queue entries user space writes into them; [`wr`]:
+//!   the work request opcodes and what rxe does with each.
 
 #![forbid(unsafe_code)]
 
@@ -55,6 +56,7 @@ pub mod segment;
 pub mod udp;
 mod wire;
 pub mod wqe;
+pub mod wr;
 
 #[cfg(test)]
 mod c_driver_tests;

@@ -12,8 +12,9 @@
 //! alike. RC QPs run the transport of [`super::rc`], UD and GSI QPs that
 //! of [`super::ud`]: the doorbell or a kernel post, the move to RTS,
 //! received packets and the QP's timers each run it under the state lock,
-//! and the packets it builds are sent once the lock is dropped. Moving to ERR completes every outstanding WQE once, in posting
-//! order, with `IB_WC_WR_FLUSH_ERR`.
+//! and the packets it builds are sent once the lock is dropped. Moving to
+//! ERR completes every outstanding WQE once, in posting order, with
+//! `IB_WC_WR_FLUSH_ERR`.
 
 use crate::{
     net::{
@@ -318,7 +319,7 @@ fn make_queues(attr: &QpInitAttr, udata: Option<&Udata>) -> Result<(Wq, Option<W
     Ok((sq, rq, cap))
 }
 
-use super::rc::WC_RECV;
+use crate::proto::wr::wc as wc_op;
 
 impl RrxeQp {
     /// Creates a QP (`rxe_create_qp`).
@@ -395,7 +396,7 @@ impl RrxeQp {
         st.resp.drop_read();
         Self::retire_held(qp);
         if let Some(wr_id) = st.resp.take_srq_recv() {
-            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false);
+            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, wc_op::RECV), false);
         }
         // Both producer indices are read once (user space may move them
         // all the time), and one call flushes a bounded number of WQEs
@@ -419,7 +420,7 @@ impl RrxeQp {
                     return qp.kick();
                 }
                 budget -= 1;
-                if RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WC_RECV), false).is_err() {
+                if RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, wc_op::RECV), false).is_err() {
                     break;
                 }
                 rq.advance();

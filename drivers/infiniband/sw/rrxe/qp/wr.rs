@@ -7,11 +7,18 @@
 //! driver), so that the transport reads both alike.
 
 use crate::{
-    proto::wqe::{
-        self as wqe_abi,
-        RecvWqe,
-        RegMr,
-        SendWqe, //
+    proto::{
+        wqe::{
+            self as wqe_abi,
+            RecvWqe,
+            RegMr,
+            SendWqe, //
+        },
+        wr::{
+            self,
+            Service,
+            WrOpcodeInfo, //
+        },
     },
     rdma::qp::{
         qp_type,
@@ -29,55 +36,69 @@ use crate::rrxe::verbs::Rrxe;
 /// Largest message (`RXE_PORT_MAX_MSG_SZ`, IBTA: 2^31 bytes).
 const MAX_MSG_SIZE: u64 = 1 << 31;
 
-/// What an `IB_WR_*` opcode is, for a QP type (`rxe_wr_opcode_info`).
-#[derive(Clone, Copy)]
-pub(super) struct WrKind {
-    /// May carry inline data.
-    inline: bool,
-    /// Reads from or writes to remote memory (`rdma` member).
-    read_or_write: bool,
-    /// An atomic: 8 bytes at an aligned remote address (`atomic` member).
-    atomic: bool,
-    /// Local operation, without data (`LOCAL_INV`, `REG_MR`, `BIND_MW`).
-    local: bool,
-}
-
-/// The kind of `opcode` on a QP of type `ty`; `None` when rxe does not
-/// support it there (`EINVAL`).
-fn wr_kind(opcode: u32, ty: u32) -> Option<WrKind> {
-    let k = |inline, read_or_write, atomic, local| {
-        Some(WrKind {
-            inline,
-            read_or_write,
-            atomic,
-            local,
-        })
-    };
-    let connected = matches!(ty, qp_type::RC | qp_type::UC);
-    let rc = ty == qp_type::RC;
-    match opcode {
-        wqe_abi::IB_WR_RDMA_WRITE | wqe_abi::IB_WR_RDMA_WRITE_WITH_IMM if connected => {
-            k(true, true, false, false)
-        }
-        wqe_abi::IB_WR_SEND | wqe_abi::IB_WR_SEND_WITH_IMM
-            if connected || matches!(ty, qp_type::UD | qp_type::GSI) =>
-        {
-            k(true, false, false, false)
-        }
-        // rxe's table allows it on UD too, but `init_send_wr` refuses it there.
-        wqe_abi::IB_WR_SEND_WITH_INV if connected => k(true, false, false, false),
-        wqe_abi::IB_WR_RDMA_READ | wqe_abi::IB_WR_RDMA_READ_WITH_INV if rc => {
-            k(false, true, false, false)
-        }
-        wqe_abi::IB_WR_ATOMIC_CMP_AND_SWP | wqe_abi::IB_WR_ATOMIC_FETCH_AND_ADD if rc => {
-            k(false, false, true, false)
-        }
-        wqe_abi::IB_WR_LOCAL_INV | wqe_abi::IB_WR_REG_MR if rc => k(false, false, false, true),
-        wqe_abi::IB_WR_BIND_MW if connected => k(false, false, false, true),
-        wqe_abi::IB_WR_FLUSH | wqe_abi::IB_WR_ATOMIC_WRITE if rc => k(false, false, false, false),
+/// The QP types of the opcode table (`proto::wr`): GSI sends as UD; `None`
+/// for a type rxe does not create.
+pub(crate) fn service_of(ty: u32) -> Option<Service> {
+    match ty {
+        qp_type::RC => Some(Service::Rc),
+        qp_type::UC => Some(Service::Uc),
+        qp_type::UD | qp_type::GSI => Some(Service::Ud),
         _ => None,
     }
 }
+
+// The opcode table and the WQE codec number the opcodes as user space does
+// (rdma-core keeps `IBV_WR_*` and `IBV_WC_*` equal to the kernel's); the
+// kernel's own enums must agree, or kernel and user WQEs would differ.
+const _: () = {
+    use crate::rdma::{
+        qp::wr_opcode as k,
+        wc::wc_opcode as kwc, //
+    };
+    use wr::wc;
+    let same = [
+        (wr::IB_WR_RDMA_WRITE, k::RDMA_WRITE),
+        (wr::IB_WR_RDMA_WRITE_WITH_IMM, k::RDMA_WRITE_WITH_IMM),
+        (wr::IB_WR_SEND, k::SEND),
+        (wr::IB_WR_SEND_WITH_IMM, k::SEND_WITH_IMM),
+        (wr::IB_WR_RDMA_READ, k::RDMA_READ),
+        (wr::IB_WR_ATOMIC_CMP_AND_SWP, k::ATOMIC_CMP_AND_SWP),
+        (wr::IB_WR_ATOMIC_FETCH_AND_ADD, k::ATOMIC_FETCH_AND_ADD),
+        (wr::IB_WR_LOCAL_INV, k::LOCAL_INV),
+        (wr::IB_WR_BIND_MW, k::BIND_MW),
+        (wr::IB_WR_SEND_WITH_INV, k::SEND_WITH_INV),
+        (wr::IB_WR_LSO, k::LSO),
+        (wr::IB_WR_RDMA_READ_WITH_INV, k::RDMA_READ_WITH_INV),
+        (
+            wr::IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+            k::MASKED_ATOMIC_CMP_AND_SWP,
+        ),
+        (
+            wr::IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+            k::MASKED_ATOMIC_FETCH_AND_ADD,
+        ),
+        (wr::IB_WR_FLUSH, k::FLUSH),
+        (wr::IB_WR_ATOMIC_WRITE, k::ATOMIC_WRITE),
+        (wr::IB_WR_REG_MR, k::REG_MR),
+        (wc::SEND, kwc::SEND),
+        (wc::RDMA_WRITE, kwc::RDMA_WRITE),
+        (wc::RDMA_READ, kwc::RDMA_READ),
+        (wc::COMP_SWAP, kwc::COMP_SWAP),
+        (wc::FETCH_ADD, kwc::FETCH_ADD),
+        (wc::BIND_MW, kwc::BIND_MW),
+        (wc::LOCAL_INV, kwc::LOCAL_INV),
+        (wc::FLUSH, kwc::FLUSH),
+        (wc::ATOMIC_WRITE, kwc::ATOMIC_WRITE),
+        (wc::REG_MR, kwc::REG_MR),
+        (wc::RECV, kwc::RECV),
+        (wc::RECV_RDMA_WITH_IMM, kwc::RECV_RDMA_WITH_IMM),
+    ];
+    let mut i = 0;
+    while i < same.len() {
+        assert!(same[i].0 == same[i].1);
+        i += 1;
+    }
+};
 
 fn to_wqe_sge(s: &Sge) -> wqe_abi::Sge {
     wqe_abi::Sge {
@@ -93,10 +114,12 @@ pub(super) fn check_send_wr(
     qp: &Qp<Rrxe>,
     cap: &QpCap,
     wr: &SendWr<'_, Rrxe>,
-) -> Result<(SendWqe, WrKind)> {
+) -> Result<(SendWqe, &'static WrOpcodeInfo)> {
     let ty = qp.qp_type();
     let opcode = wr.opcode();
-    let kind = wr_kind(opcode, ty).ok_or(EINVAL)?;
+    let kind = service_of(ty)
+        .and_then(|s| wr::info(opcode).filter(|e| e.posted_on(s)))
+        .ok_or(EINVAL)?;
     let num_sge = wr.num_sge();
     if num_sge > cap.max_send_sge {
         return Err(EINVAL);
@@ -128,12 +151,12 @@ pub(super) fn check_send_wr(
         ..SendWqe::default()
     };
     match opcode {
-        wqe_abi::IB_WR_SEND_WITH_IMM | wqe_abi::IB_WR_RDMA_WRITE_WITH_IMM => {
+        wr::IB_WR_SEND_WITH_IMM | wr::IB_WR_RDMA_WRITE_WITH_IMM => {
             w.imm_data = wr.imm_data();
         }
-        wqe_abi::IB_WR_SEND_WITH_INV
-        | wqe_abi::IB_WR_RDMA_READ_WITH_INV
-        | wqe_abi::IB_WR_LOCAL_INV => w.invalidate_rkey = wr.invalidate_rkey(),
+        wr::IB_WR_SEND_WITH_INV | wr::IB_WR_RDMA_READ_WITH_INV | wr::IB_WR_LOCAL_INV => {
+            w.invalidate_rkey = wr.invalidate_rkey()
+        }
         _ => {}
     }
     if matches!(ty, qp_type::UD | qp_type::GSI) {
@@ -145,7 +168,7 @@ pub(super) fn check_send_wr(
         if ty == qp_type::GSI {
             w.pkey_index = ud.pkey_index;
         }
-    } else if kind.read_or_write {
+    } else if kind.rdma {
         let r = wr.rdma().ok_or(EINVAL)?;
         w.remote_addr = r.remote_addr;
         w.rkey = r.rkey;
@@ -156,7 +179,7 @@ pub(super) fn check_send_wr(
         w.swap = a.swap;
         w.rkey = a.rkey;
         w.iova = a.remote_addr;
-    } else if opcode == wqe_abi::IB_WR_REG_MR {
+    } else if opcode == wr::IB_WR_REG_MR {
         let r = wr.reg().ok_or(EINVAL)?;
         w.reg = RegMr {
             mr_index: r.mr.index(),
@@ -167,7 +190,7 @@ pub(super) fn check_send_wr(
             length: r.length,
         };
     }
-    if !kind.local {
+    if !kind.is_local() {
         // CAST: at most `MAX_MSG_SIZE`, checked above.
         w.length = length as u32;
         w.num_sge = num_sge;
@@ -180,11 +203,11 @@ pub(super) fn check_send_wr(
 pub(super) fn write_send_wqe(
     wr: &SendWr<'_, Rrxe>,
     w: &SendWqe,
-    kind: WrKind,
+    kind: &WrOpcodeInfo,
     slot: &mut [u8],
 ) -> Result {
     w.write(slot).map_err(|_| EINVAL)?;
-    if kind.local {
+    if kind.is_local() {
         return Ok(());
     }
     if w.has_inline() {

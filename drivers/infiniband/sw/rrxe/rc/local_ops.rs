@@ -15,6 +15,10 @@ use crate::{
             self,
             SendWqe, //
         },
+        wr::{
+            self,
+            wc, //
+        },
     },
     rdma::{qp::Qp, wc::WcStatus},
 };
@@ -35,21 +39,8 @@ use super::{
     fail_head,
     meta,
     sq_before, //
-    WqeMeta,
-    WC_BIND_MW,
-    WC_LOCAL_INV,
-    WC_REG_MR, //
+    WqeMeta,   //
 };
-
-/// The snapshot's WQE, if it is a local operation.
-pub(super) fn local_op_of(snap: &[u8]) -> Option<SendWqe> {
-    SendWqe::parse(snap).ok().filter(|w| {
-        matches!(
-            w.opcode,
-            wqe::IB_WR_REG_MR | wqe::IB_WR_LOCAL_INV | wqe::IB_WR_BIND_MW
-        )
-    })
-}
 
 /// Completes the executed local operations at the head of the send queue,
 /// in order (everything before them has completed); a failed one completes
@@ -61,7 +52,7 @@ pub(super) fn complete_local_ops(qp: &Qp<Rrxe>, st: &mut State) -> bool {
             break;
         }
         if m.failed {
-            let status = if m.wc_opcode == WC_BIND_MW {
+            let status = if m.wc_opcode == wc::BIND_MW {
                 WcStatus::MwBindErr
             } else {
                 WcStatus::LocQpOpErr
@@ -102,20 +93,20 @@ pub(super) fn run_local_op(
         st.req.offset = 0;
         return true;
     }
-    if w.opcode == wqe::IB_WR_LOCAL_INV && idx != st.sq.consumer() {
+    if w.opcode == wr::IB_WR_LOCAL_INV && idx != st.sq.consumer() {
         return false;
     }
     let dev = qp.device();
     let pd_id = qp.pd_id();
-    let (result, wc_opcode) = if w.opcode == wqe::IB_WR_LOCAL_INV {
-        (invalidate_key(qp, w.invalidate_rkey, None), WC_LOCAL_INV)
-    } else if w.opcode == wqe::IB_WR_BIND_MW {
+    let (result, wc_opcode) = if w.opcode == wr::IB_WR_LOCAL_INV {
+        (invalidate_key(qp, w.invalidate_rkey, None), wc::LOCAL_INV)
+    } else if w.opcode == wr::IB_WR_BIND_MW {
         let r = RrxeMw::bind(dev, pd_id, qp.uid, &w.mw).map_err(|_| crate::rrxe::mr::LocalOpError);
-        (r, WC_BIND_MW)
+        (r, wc::BIND_MW)
     } else if qp.is_user() {
-        (Err(crate::rrxe::mr::LocalOpError), WC_REG_MR)
+        (Err(crate::rrxe::mr::LocalOpError), wc::REG_MR)
     } else {
-        (RrxeMr::register(dev, pd_id, &w.reg), WC_REG_MR)
+        (RrxeMr::register(dev, pd_id, &w.reg), wc::REG_MR)
     };
     // No PSN of its own: an empty range after the packets sent so far, so
     // that acknowledges retire it in order and no retransmission lands in it.

@@ -99,35 +99,6 @@ use super::{
     verbs::Rrxe, //
 };
 
-/// `IB_WC_SEND`.
-const WC_SEND: u32 = 0;
-/// `IB_WC_RDMA_WRITE`.
-const WC_RDMA_WRITE: u32 = 1;
-/// `IB_WC_RDMA_READ`.
-const WC_RDMA_READ: u32 = 2;
-/// `IB_WC_COMP_SWAP`.
-const WC_COMP_SWAP: u32 = 3;
-/// `IB_WC_FETCH_ADD`.
-const WC_FETCH_ADD: u32 = 4;
-/// `IB_WC_FLUSH`.
-const WC_FLUSH: u32 = 8;
-/// `IB_WC_ATOMIC_WRITE`.
-const WC_ATOMIC_WRITE: u32 = 9;
-/// `IB_WC_RECV`.
-pub(crate) const WC_RECV: u32 = 1 << 7;
-/// `IB_WC_RECV_RDMA_WITH_IMM`.
-const WC_RECV_RDMA_WITH_IMM: u32 = WC_RECV + 1;
-/// `IB_WC_LOCAL_INV`.
-const WC_LOCAL_INV: u32 = 6;
-/// `IB_WC_REG_MR`.
-const WC_REG_MR: u32 = 10;
-/// `IB_WC_BIND_MW`.
-const WC_BIND_MW: u32 = 5;
-/// `IB_WC_WITH_IMM`.
-const WC_WITH_IMM: u32 = 1 << 1;
-/// `IB_WC_WITH_INVALIDATE`.
-const WC_WITH_INVALIDATE: u32 = 1 << 2;
-
 /// What the completer needs of a started send WQE, kept out of user reach.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct WqeMeta {

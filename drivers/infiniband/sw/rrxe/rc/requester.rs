@@ -36,6 +36,11 @@ use crate::{
             self,
             SendWqe, //
         },
+        wr::{
+            self,
+            Service,
+            Work, //
+        },
     },
     rdma::{
         qp::{
@@ -61,58 +66,14 @@ use super::{
     fail_head,
     local_ops::{
         complete_local_ops,
-        local_op_of,
         run_local_op, //
     },
     meta,
     path_mtu,
     sq_before,
-    tx_ctx, //
-    WqeMeta,
-    WC_ATOMIC_WRITE,
-    WC_COMP_SWAP,
-    WC_FETCH_ADD,
-    WC_FLUSH,
-    WC_RDMA_READ,
-    WC_RDMA_WRITE,
-    WC_SEND, //
+    tx_ctx,
+    WqeMeta, //
 };
-
-/// What the requester sends for a WQE.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Work {
-    /// A message of packets carrying the data.
-    Msg(MessageKind),
-    /// One READ request; the data comes back in READ responses.
-    Read,
-    /// One atomic request; the original value comes back in the atomic
-    /// acknowledge.
-    Atomic,
-    /// One ATOMIC WRITE request carrying the 8-byte value; it is answered
-    /// by a READ response without data (as rdma_rxe).
-    AtomicWrite,
-    /// One FLUSH request (FETH and RETH, no payload), answered likewise.
-    Flush,
-}
-
-/// Work and completion opcode of a send WR opcode.
-fn kind_of(opcode: u32) -> Option<(Work, u32)> {
-    match opcode {
-        wqe::IB_WR_SEND => Some((Work::Msg(MessageKind::Send), WC_SEND)),
-        wqe::IB_WR_SEND_WITH_IMM => Some((Work::Msg(MessageKind::SendWithImm), WC_SEND)),
-        wqe::IB_WR_RDMA_WRITE => Some((Work::Msg(MessageKind::RdmaWrite), WC_RDMA_WRITE)),
-        wqe::IB_WR_RDMA_WRITE_WITH_IMM => {
-            Some((Work::Msg(MessageKind::RdmaWriteWithImm), WC_RDMA_WRITE))
-        }
-        wqe::IB_WR_RDMA_READ => Some((Work::Read, WC_RDMA_READ)),
-        wqe::IB_WR_SEND_WITH_INV => Some((Work::Msg(MessageKind::SendWithInv), WC_SEND)),
-        wqe::IB_WR_ATOMIC_CMP_AND_SWP => Some((Work::Atomic, WC_COMP_SWAP)),
-        wqe::IB_WR_ATOMIC_FETCH_AND_ADD => Some((Work::Atomic, WC_FETCH_ADD)),
-        wqe::IB_WR_ATOMIC_WRITE => Some((Work::AtomicWrite, WC_ATOMIC_WRITE)),
-        wqe::IB_WR_FLUSH => Some((Work::Flush, WC_FLUSH)),
-        _ => None,
-    }
-}
 
 /// Largest message (IBTA: 2^31 bytes).
 pub(super) const MAX_MSG_SIZE: u32 = 1 << 31;
@@ -202,7 +163,7 @@ fn queue_request(
 /// Queues the atomic request of the WQE at `req.next` (CmpSwap or
 /// FetchAdd, IBTA Vol 1 §9.4.5); `false` if it could not be built.
 fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
-    let (opcode, atmeth) = if w.opcode == wqe::IB_WR_ATOMIC_CMP_AND_SWP {
+    let (opcode, atmeth) = if w.opcode == wr::IB_WR_ATOMIC_CMP_AND_SWP {
         (
             Opcode::RC_COMPARE_SWAP,
             AtomicEth {
@@ -326,6 +287,7 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     // UC sends without acknowledges: no window, and a WQE completes once
     // its last packet is queued.
     let uc = qp.qp_type() == qp_type::UC;
+    let service = if uc { Service::Uc } else { Service::Rc };
     loop {
         if !uc && rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
             break;
@@ -348,16 +310,16 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
             st.snap_index = Some(idx);
         }
-        if let Some(w) = local_op_of(&st.sq_snap) {
+        let Some((w, work, wc_opcode)) = executable(&st.sq_snap, service) else {
+            fail_unexecutable(qp, st, idx);
+            break;
+        };
+        if work == Work::Local {
             if run_local_op(qp, st, idx, &w, sq_sig_all) {
                 continue;
             }
             break;
         }
-        let Some((w, (work, wc_opcode))) = executable(&st.sq_snap, uc) else {
-            fail_unexecutable(qp, st, idx);
-            break;
-        };
         let Some(cur) = start_wqe(qp, st, idx, w, work, wc_opcode, sq_sig_all) else {
             break;
         };
@@ -367,6 +329,8 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             Work::AtomicWrite => send_atomic_write_request(qp, st, &cur.w),
             Work::Flush => send_flush_request(qp, st, &cur.w),
             Work::Msg(kind) => send_message_packet(qp, st, &cur, kind, uc),
+            // Run above, never started.
+            Work::Local => false,
         };
         if !sent {
             break;
@@ -374,33 +338,27 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     }
 }
 
-/// The send WQE in `snap`, with what the requester sends for it, if rxe
-/// can execute it on this QP (a UC QP sends no READ, atomic, FLUSH or SEND
-/// with invalidate).
-fn executable(snap: &[u8], uc: bool) -> Option<(SendWqe, (Work, u32))> {
-    SendWqe::parse(snap)
-        .ok()
-        .and_then(|w| kind_of(w.opcode).map(|k| (w, k)))
-        .filter(|(w, (work, _))| {
-            // A FLUSH's length is a range, not a message size: sent as the
-            // C requester sends it (the responder refuses one past 2^31,
-            // C9-94).
-            (w.length <= MAX_MSG_SIZE || *work == Work::Flush)
-                && !(uc
-                    && matches!(
-                        *work,
-                        Work::Read
-                            | Work::Atomic
-                            | Work::AtomicWrite
-                            | Work::Flush
-                            | Work::Msg(MessageKind::SendWithInv)
-                    ))
-                // An atomic reads and writes one aligned 8-byte word.
-                && (*work != Work::Atomic || (w.length >= 8 && w.remote_addr & 7 == 0))
-                // An ATOMIC WRITE carries exactly its 8-byte value (the
-                // provider sets the length to 8).
-                && (*work != Work::AtomicWrite || w.length as usize == wqe::ATOMIC_WRITE_SIZE)
-        })
+/// The send WQE in `snap`, with what the requester does for it and its
+/// completion opcode, if rxe can execute it on a QP of `service` (the
+/// opcode table, `proto::wr`).
+fn executable(snap: &[u8], service: Service) -> Option<(SendWqe, Work, u32)> {
+    let w = SendWqe::parse(snap).ok()?;
+    let e = wr::info(w.opcode)?;
+    let work = e.work_on(service)?;
+    let fits = match work {
+        // Nothing is sent: the length says nothing.
+        Work::Local => true,
+        // A FLUSH's length is a range, not a message size: sent as the C
+        // requester sends it (the responder refuses one past 2^31, C9-94).
+        Work::Flush => true,
+        // An atomic reads and writes one aligned 8-byte word.
+        Work::Atomic => w.length >= 8 && w.remote_addr & 7 == 0 && w.length <= MAX_MSG_SIZE,
+        // An ATOMIC WRITE carries exactly its 8-byte value (the provider
+        // sets the length to 8).
+        Work::AtomicWrite => w.length as usize == wqe::ATOMIC_WRITE_SIZE,
+        Work::Msg(_) | Work::Read => w.length <= MAX_MSG_SIZE,
+    };
+    fits.then_some((w, work, e.wc_opcode))
 }
 
 /// A WQE rxe cannot execute completes in error once it is the oldest.

@@ -84,12 +84,15 @@ use super::{
     to_error,
     tx_ctx,
     uc::on_uc_request,
-    wc, //
-    RecvCtx,
-    WC_RECV,
-    WC_RECV_RDMA_WITH_IMM,
-    WC_WITH_IMM,
-    WC_WITH_INVALIDATE, //
+    wc,      //
+    RecvCtx, //
+};
+use crate::{
+    proto::wr::wc as wc_op,
+    rdma::wc::{
+        WC_WITH_IMM,
+        WC_WITH_INVALIDATE, //
+    },
 };
 
 /// Queues an acknowledge with `syndrome` for `psn`.
@@ -251,7 +254,7 @@ fn rnr_nak(st: &State) -> Syndrome {
 fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStatus>, psn: Psn) {
     send_ack(qp, st, Syndrome::Nak(code), psn);
     if let (Some(status), Some(r)) = (status, st.resp.recv) {
-        let w = wc(qp, r.wr_id, status, WC_RECV, 0);
+        let w = wc(qp, r.wr_id, status, wc_op::RECV, 0);
         complete_recv(qp, st, w, false);
     }
     to_error(qp, st);
@@ -618,7 +621,7 @@ pub(super) fn execute_send(
     if rq.last {
         let invalidated = invalidate_for_send(qp, rq.pkt)
             .map_err(|()| Refusal::Nak(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr)))?;
-        let mut w = recv_wc(qp, st, r.wr_id, WC_RECV, placed, rq.pkt);
+        let mut w = recv_wc(qp, st, r.wr_id, wc_op::RECV, placed, rq.pkt);
         if let Some(rkey) = invalidated {
             w.ex = rkey;
             w.wc_flags |= WC_WITH_INVALIDATE;
@@ -671,7 +674,7 @@ pub(super) fn execute_write(
     if rq.last && rq.immediate {
         if let Some(r) = st.resp.recv {
             let len = st.resp.write_len;
-            let w = recv_wc(qp, st, r.wr_id, WC_RECV_RDMA_WITH_IMM, len, rq.pkt);
+            let w = recv_wc(qp, st, r.wr_id, wc_op::RECV_RDMA_WITH_IMM, len, rq.pkt);
             complete_recv(qp, st, w, rq.pkt.bth().se);
         }
     }

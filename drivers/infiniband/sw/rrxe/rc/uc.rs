@@ -35,9 +35,9 @@ use super::{
         Refusal,
         Request, //
     },
-    wc,
-    WC_RECV, //
+    wc, //
 };
+use crate::proto::wr::wc as wc_op;
 
 /// UC responder: drops the message in progress (a packet was lost or
 /// bad); its receive WQE, if any, stays for the next message.
@@ -90,7 +90,7 @@ pub(super) fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
         }
         Err(refusal) => {
             if let (Refusal::Nak(_, Some(status)), Some(r)) = (refusal, st.resp.recv) {
-                let w = wc(qp, r.wr_id, status, WC_RECV, 0);
+                let w = wc(qp, r.wr_id, status, wc_op::RECV, 0);
                 complete_recv(qp, st, w, false);
             }
             uc_drop(st, psn);
