@@ -920,10 +920,16 @@ bool rrxe_helper_irqs_disabled(void)
 	return irqs_disabled();
 }
 
-/* CQ callbacks of the consumer. */
+/*
+ * CQ callbacks of the consumer. rrxe calls them with no lock of its own
+ * held, so that a handler may post to or poll the QP and the CQ; its QP,
+ * CQ and SRQ locks disable interrupts, so lockdep checks that interrupts
+ * are on here.
+ */
 
 void rrxe_helper_cq_comp_handler(struct ib_cq *cq)
 {
+	lockdep_assert_irqs_enabled();
 	if (cq->comp_handler)
 		cq->comp_handler(cq, cq->cq_context);
 }
@@ -936,6 +942,7 @@ void rrxe_helper_cq_event(struct ib_cq *cq, enum ib_event_type type)
 		.event = type,
 	};
 
+	lockdep_assert_irqs_enabled();
 	if (cq->event_handler)
 		cq->event_handler(&ev, cq->cq_context);
 }

@@ -83,6 +83,11 @@ pub(crate) struct RrxeCq {
     inner: SpinLockIrq<Inner>,
     /// Number of work queues (SQ, RQ) attached (IBA C11-17).
     pub(crate) num_wq: Atomic<u32>,
+    /// A completion matched the armed notification: the consumer's
+    /// completion handler is owed a call ([`RrxeCq::run_due`]).
+    handler_due: Atomic<bool>,
+    /// The CQ overflowed: `IB_EVENT_CQ_ERR` is owed to the consumer.
+    overrun_due: Atomic<bool>,
 }
 
 fn new_ring(geo: &QueueGeometry, udata: Option<&Udata>) -> Result<(Ring, Option<[u8; 16]>)> {
@@ -179,6 +184,8 @@ impl RrxeCq {
         let init = try_pin_init!(Self {
             inner <- crate::rdma::lock::new_spinlock_irq!(inner, "RrxeCq::inner"),
             num_wq: Atomic::new(0),
+            handler_due: Atomic::new(false),
+            overrun_due: Atomic::new(false),
         });
         Ok((init, geo.capacity()))
     }
@@ -252,8 +259,13 @@ impl RrxeCq {
         Ok(())
     }
 
-    /// Posts a completion. A full CQ reports `IB_EVENT_CQ_ERR` and returns
-    /// `EBUSY`; the completion handler runs without the CQ lock held.
+    /// Posts a completion. A full CQ returns `EBUSY` and owes the
+    /// consumer `IB_EVENT_CQ_ERR`; a completion that matches the armed
+    /// notification owes it a call of its completion handler. Posts run
+    /// under the QP's state lock, so neither is made here: the QP makes
+    /// them once it holds no lock ([`RrxeCq::run_due`]), as the C driver
+    /// calls `comp_handler` from its tasks with no QP lock held. A
+    /// consumer's handler may post to or poll the QP and the CQ.
     pub(crate) fn post(cq: &Cq<Rrxe>, wc: &Wc, solicited: bool) -> Result {
         if wc.status != WcStatus::Success {
             // CAST: `enum ib_wc_status`, as the event shows it.
@@ -266,7 +278,7 @@ impl RrxeCq {
             inner.overrun = true;
             drop(inner);
             if first {
-                cq.report_overrun();
+                cq.overrun_due.store(true, Relaxed);
             }
             // User space can empty one slot and overrun again at every
             // doorbell: the message is rate-limited besides.
@@ -280,12 +292,26 @@ impl RrxeCq {
             || (inner.notify & NotifyFlags::SOLICITED != 0 && solicited);
         if fire {
             inner.notify = 0;
-        }
-        drop(inner);
-        if fire {
-            cq.comp_handler();
+            cq.handler_due.store(true, Relaxed);
         }
         Ok(())
+    }
+
+    /// Whether the consumer is owed a call ([`RrxeCq::run_due`]).
+    pub(crate) fn is_due(&self) -> bool {
+        self.handler_due.load(Relaxed) || self.overrun_due.load(Relaxed)
+    }
+
+    /// Makes the calls [`RrxeCq::post`] owes the consumer: the overrun
+    /// event, then the completion handler, each once. Called with no
+    /// driver lock held; any QP of the CQ may make them.
+    pub(crate) fn run_due(cq: &Cq<Rrxe>) {
+        if cq.overrun_due.xchg(false, Relaxed) {
+            cq.report_overrun();
+        }
+        if cq.handler_due.xchg(false, Relaxed) {
+            cq.comp_handler();
+        }
     }
 
     /// Kernel poll.

@@ -457,15 +457,21 @@ impl RrxeQp {
         qp.access_err_event.store(true, Relaxed);
     }
 
-    /// Reports the asynchronous events that became pending under the state
-    /// lock: the SRQ's limit ([`super::srq::RrxeSrq::report_limit`]), SQ
-    /// Drained, QP Access Error and Last WQE Reached. Called without locks, from the receive path, the
-    /// timers and the kick (softirq): the consumers' handlers may call
-    /// verbs of the QP or SRQ.
+    /// Makes the calls to the consumer that became owed under the state
+    /// lock: the CQs' completion handlers and overrun events
+    /// ([`RrxeCq::run_due`]), the SRQ's limit
+    /// ([`super::srq::RrxeSrq::report_limit`]), SQ Drained, QP Access
+    /// Error and Last WQE Reached. Called without locks, from the receive
+    /// path, the timers and the kick (softirq): the consumers' handlers may
+    /// call verbs of the QP, its CQs or its SRQ.
     pub(crate) fn report_events(qp: &Qp<Rrxe>) {
         if !qp.rx_done.is_empty() {
             qp.rx_done.purge();
         }
+        // Completions first: they were posted before any event below
+        // became pending.
+        RrxeCq::run_due(qp.send_cq());
+        RrxeCq::run_due(qp.recv_cq());
         if let Some(srq) = qp.srq() {
             super::srq::RrxeSrq::report_limit(srq);
         }
@@ -495,14 +501,17 @@ impl RrxeQp {
         qp.kick();
     }
 
-    /// Has the kick report an event that a verb (`modify_qp`, `post_send`)
-    /// made pending: their callers may hold locks that their own event
-    /// handlers take, so the handlers do not run in the verb's context but
-    /// soon after, in softirq, as a device's interrupt would run them.
+    /// Has the kick report an event or a completion handler call that a
+    /// verb (`modify_qp`, `post_send`, `post_recv`) made pending: their
+    /// callers may hold locks that their own handlers take, so the
+    /// handlers do not run in the verb's context but soon after, in
+    /// softirq, as a device's interrupt would run them.
     fn defer_events(qp: &Qp<Rrxe>) {
         if qp.last_wqe_event.load(Relaxed)
             || qp.sq_drained_event.load(Relaxed)
             || qp.access_err_event.load(Relaxed)
+            || qp.send_cq().is_due()
+            || qp.recv_cq().is_due()
         {
             qp.kick();
         }
@@ -760,6 +769,8 @@ impl RrxeQp {
         // In ERR the new WQEs are flushed now.
         if state == qp_state::ERR {
             Self::flush(qp, &mut st);
+            drop(st);
+            Self::defer_events(qp);
             return Ok(());
         }
         Self::run_send(qp, &mut st);
@@ -786,6 +797,8 @@ impl RrxeQp {
         }
         if state == qp_state::ERR {
             Self::flush(qp, &mut st);
+            drop(st);
+            Self::defer_events(qp);
         }
         Ok(())
     }
