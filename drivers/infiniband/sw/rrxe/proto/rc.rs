@@ -8,9 +8,15 @@
 
 #![forbid(unsafe_code)]
 
-use super::aeth::NakCode;
+use super::aeth::{
+    NakCode,
+    Syndrome, //
+};
 use super::opcode::{OpcodeInfo, Operation, Position};
-use super::psn::Psn;
+use super::psn::{
+    Psn,
+    PsnRegion, //
+};
 use super::reth::Reth;
 use super::segment::PathMtu;
 
@@ -164,6 +170,80 @@ pub const fn message_len_after(offset: u32, plen: u32) -> Option<u32> {
 /// are stale (or bogus) and ignored.
 pub const fn ack_in_flight(psn: Psn, oldest: Psn, next: Psn) -> bool {
     psn.in_window(oldest, oldest.distance_to(next))
+}
+
+/// What the responder does with a request, by its PSN (IBTA Vol 1
+/// §9.7.5.1.1, §9.7.5.1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestPsn {
+    /// The expected PSN: the request goes on to the opcode, length and
+    /// R_Key checks.
+    Execute,
+    /// A PSN before the expected one (within 2^23): a duplicate, answered
+    /// again as what it repeats needs and never executed again.
+    Duplicate,
+    /// The first request past a gap: a PSN Sequence Error NAK for the
+    /// expected PSN.
+    SequenceNak,
+    /// Another request past the gap while that NAK stands: dropped, so
+    /// that one gap gets one NAK (the C driver's `sent_psn_nak`).
+    Drop,
+}
+
+/// Classifies the PSN of a request for a responder expecting `epsn`;
+/// `nak_sent` says that a sequence NAK stands, and is updated: the
+/// expected PSN ends it, the first packet past a gap starts it.
+pub fn classify_request_psn(psn: Psn, epsn: Psn, nak_sent: &mut bool) -> RequestPsn {
+    match psn.region(epsn) {
+        PsnRegion::Expected => {
+            *nak_sent = false;
+            RequestPsn::Execute
+        }
+        PsnRegion::Duplicate => RequestPsn::Duplicate,
+        PsnRegion::Ahead if *nak_sent => RequestPsn::Drop,
+        PsnRegion::Ahead => {
+            *nak_sent = true;
+            RequestPsn::SequenceNak
+        }
+    }
+}
+
+/// What an acknowledge (an ACK or a NAK, not a READ response or an atomic
+/// acknowledge) means to the requester (IBTA Vol 1 §9.7.5.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckAction {
+    /// Its PSN is not in flight: stale or bogus, ignored (C9-114 for a
+    /// duplicate).
+    Ignore,
+    /// An ACK: everything up to its PSN is acknowledged (§9.7.5.2.1).
+    Acknowledge,
+    /// An RNR NAK: what precedes its PSN is acknowledged; the requester
+    /// waits the RNR timer `timer` and sends again from the PSN, or fails
+    /// the WQE when `rnr_retry` is spent (§9.7.5.2.8).
+    RnrWait {
+        /// The 5-bit timer code.
+        timer: u8,
+    },
+    /// A PSN Sequence Error NAK: what precedes its PSN is acknowledged and
+    /// the requester sends again from it (§9.7.5.2.4); no retry is spent.
+    Resend,
+    /// Any other NAK: what precedes its PSN is acknowledged and the WQE at
+    /// the PSN completes in error, moving the QP to ERR (§9.7.5.2.5–7).
+    Fail(NakCode),
+}
+
+/// Classifies an acknowledge of `psn` for a requester whose oldest
+/// unacknowledged PSN is `oldest` and whose next PSN is `next`.
+pub const fn classify_ack(psn: Psn, oldest: Psn, next: Psn, syndrome: Syndrome) -> AckAction {
+    if !ack_in_flight(psn, oldest, next) {
+        return AckAction::Ignore;
+    }
+    match syndrome {
+        Syndrome::Ack { .. } => AckAction::Acknowledge,
+        Syndrome::RnrNak { timer } => AckAction::RnrWait { timer },
+        Syndrome::Nak(NakCode::PsnSequenceError) => AckAction::Resend,
+        Syndrome::Nak(code) => AckAction::Fail(code),
+    }
 }
 
 /// Number of packets in flight from `oldest` (unacknowledged) to `next`.
@@ -643,5 +723,114 @@ mod tests {
             r(1000 + READ_HISTORY as u32),
             Some(read_at(1000 + READ_HISTORY as u32, 8, READ_HISTORY as u32))
         );
+    }
+
+    #[test]
+    fn request_psns() {
+        let epsn = Psn::new(100);
+        let mut nak = false;
+        assert_eq!(
+            classify_request_psn(Psn::new(100), epsn, &mut nak),
+            RequestPsn::Execute
+        );
+        assert!(!nak);
+        // Duplicates, up to 2^23 back, across the 24-bit wrap too.
+        assert_eq!(
+            classify_request_psn(Psn::new(99), epsn, &mut nak),
+            RequestPsn::Duplicate
+        );
+        let far = Psn::new(100).sub(1 << 23);
+        assert_eq!(
+            classify_request_psn(far, epsn, &mut nak),
+            RequestPsn::Duplicate
+        );
+        let wrapped = Psn::new(3);
+        assert_eq!(
+            classify_request_psn(Psn::new(0xff_fffe), wrapped, &mut nak),
+            RequestPsn::Duplicate
+        );
+        assert!(!nak);
+        // One NAK per gap: the first packet past it, then drops.
+        assert_eq!(
+            classify_request_psn(Psn::new(102), epsn, &mut nak),
+            RequestPsn::SequenceNak
+        );
+        assert!(nak);
+        assert_eq!(
+            classify_request_psn(Psn::new(103), epsn, &mut nak),
+            RequestPsn::Drop
+        );
+        assert_eq!(
+            classify_request_psn(Psn::new(101), epsn, &mut nak),
+            RequestPsn::Drop
+        );
+        // A duplicate does not end the NAK; the expected PSN does.
+        assert_eq!(
+            classify_request_psn(Psn::new(98), epsn, &mut nak),
+            RequestPsn::Duplicate
+        );
+        assert!(nak);
+        assert_eq!(
+            classify_request_psn(Psn::new(100), epsn, &mut nak),
+            RequestPsn::Execute
+        );
+        assert!(!nak);
+        // A new gap gets its own NAK.
+        let epsn = Psn::new(101);
+        assert_eq!(
+            classify_request_psn(Psn::new(105), epsn, &mut nak),
+            RequestPsn::SequenceNak
+        );
+        // Ahead by up to 2^23 - 1 is a gap, past the wrap as well.
+        let mut nak = false;
+        let ahead = Psn::new(0xff_fffe).add((1 << 23) - 1);
+        assert_eq!(
+            classify_request_psn(ahead, Psn::new(0xff_fffe), &mut nak),
+            RequestPsn::SequenceNak
+        );
+    }
+
+    #[test]
+    fn acknowledges() {
+        let (oldest, next) = (Psn::new(0xff_fff0), Psn::new(0x10));
+        let ack = Syndrome::Ack { credits: 31 };
+        let nak = |c| Syndrome::Nak(c);
+        // In flight: [oldest, next), across the wrap.
+        for p in [0xff_fff0, 0xff_ffff, 0, 0xf] {
+            assert_eq!(
+                classify_ack(Psn::new(p), oldest, next, ack),
+                AckAction::Acknowledge
+            );
+        }
+        // Stale (already acknowledged) or not sent yet: ignored, whatever
+        // the syndrome (C9-114: a duplicate ACK is discarded).
+        for p in [0xff_ffef, 0x10, 0x7f_0000] {
+            let p = Psn::new(p);
+            assert_eq!(classify_ack(p, oldest, next, ack), AckAction::Ignore);
+            let fatal = nak(NakCode::RemoteAccessError);
+            assert_eq!(classify_ack(p, oldest, next, fatal), AckAction::Ignore);
+        }
+        // Nothing in flight: every acknowledge is stale.
+        assert_eq!(classify_ack(next, next, next, ack), AckAction::Ignore);
+        let p = Psn::new(5);
+        assert_eq!(
+            classify_ack(p, oldest, next, Syndrome::RnrNak { timer: 14 }),
+            AckAction::RnrWait { timer: 14 }
+        );
+        assert_eq!(
+            classify_ack(p, oldest, next, nak(NakCode::PsnSequenceError)),
+            AckAction::Resend
+        );
+        for code in [
+            NakCode::InvalidRequest,
+            NakCode::RemoteAccessError,
+            NakCode::RemoteOperationalError,
+            NakCode::InvalidRdRequest,
+        ] {
+            assert_eq!(
+                classify_ack(p, oldest, next, nak(code)),
+                AckAction::Fail(code)
+            );
+        }
     }
 }

@@ -17,7 +17,10 @@ use crate::{
         opcode::Operation,
         packet::Packet,
         psn::Psn,
-        rc,
+        rc::{
+            self,
+            AckAction, //
+        },
         wqe::SendWqe, //
     },
     rdma::{
@@ -78,17 +81,15 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
         return;
     };
     let psn = pkt.bth().psn;
-    if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
-        return;
-    }
-    let progress = match syndrome {
-        Syndrome::Ack { .. } => on_positive_ack(qp, st, psn),
-        Syndrome::RnrNak { timer } => match on_rnr_nak(qp, st, &aeth, psn, timer) {
+    let progress = match rc::classify_ack(psn, st.req.comp_psn, st.req.sent_end, syndrome) {
+        AckAction::Ignore => return,
+        AckAction::Acknowledge => on_positive_ack(qp, st, psn),
+        AckAction::RnrWait { timer } => match on_rnr_nak(qp, st, &aeth, psn, timer) {
             Some(p) => p,
             None => return,
         },
-        Syndrome::Nak(NakCode::PsnSequenceError) => on_sequence_nak(qp, st, &aeth, psn),
-        Syndrome::Nak(code) => return on_fatal_nak(qp, st, &aeth, psn, code),
+        AckAction::Resend => on_sequence_nak(qp, st, &aeth, psn),
+        AckAction::Fail(code) => return on_fatal_nak(qp, st, &aeth, psn, code),
     };
     if progress {
         st.req.retry_left = st.attr.retry_cnt();
@@ -99,13 +100,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     if st.req.rnr_wait {
         return;
     }
-    if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
-        arm_retransmit(qp, st);
-    } else {
-        qp.cancel_timer(QpTimer::Retransmit);
-        st.req.timer_armed = false;
-    }
-    run_requester(qp, st, sq_sig_all);
+    follow_window(qp, st, sq_sig_all);
 }
 
 /// An ACK of `psn` (IBTA Vol 1 §9.7.5.2.1): retires what it covers. It
@@ -316,6 +311,13 @@ fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[
 /// sends what the window now allows.
 fn response_progress(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     st.req.retry_left = st.attr.retry_cnt();
+    follow_window(qp, st, sq_sig_all);
+}
+
+/// The retransmit timer runs while packets are in flight (IBTA Vol 1
+/// §9.7.6.1.3) and stops when none is; then the requester sends what the
+/// window allows.
+fn follow_window(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
         arm_retransmit(qp, st);
     } else {

@@ -28,11 +28,11 @@ use crate::{
             ExtHeaders,
             Packet, //
         },
-        psn::{
-            Psn,
-            PsnRegion, //
+        psn::Psn,
+        rc::{
+            self,
+            RequestPsn, //
         },
-        rc,
         reth::Reth,
         wqe::{
             self,
@@ -502,27 +502,22 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
 /// a gap gets a sequence NAK.
 fn check_psn(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> bool {
     let psn = pkt.bth().psn;
-    match psn.region(st.resp.epsn) {
-        PsnRegion::Expected => {
-            st.resp.nak_sent = false;
-            true
-        }
-        PsnRegion::Duplicate => {
+    match rc::classify_request_psn(psn, st.resp.epsn, &mut st.resp.nak_sent) {
+        RequestPsn::Execute => true,
+        RequestPsn::Duplicate => {
             qp_counts(qp).inc(Counter::DuplicateRequest);
             answer_duplicate(qp, st, pkt);
             false
         }
-        PsnRegion::Ahead => {
+        RequestPsn::SequenceNak => {
             // Counted once per sequence NAK, as the C driver does, not per
             // packet past the gap.
-            if !st.resp.nak_sent {
-                qp_counts(qp).inc(Counter::OutOfSeqRequest);
-                st.resp.nak_sent = true;
-                let e = st.resp.epsn;
-                send_ack(qp, st, Syndrome::Nak(NakCode::PsnSequenceError), e);
-            }
+            qp_counts(qp).inc(Counter::OutOfSeqRequest);
+            let e = st.resp.epsn;
+            send_ack(qp, st, Syndrome::Nak(NakCode::PsnSequenceError), e);
             false
         }
+        RequestPsn::Drop => false,
     }
 }
 
