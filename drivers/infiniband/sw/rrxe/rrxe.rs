@@ -6,6 +6,41 @@
 //!
 //! `rdma link add NAME type rrxe netdev DEV` creates a device bound to the
 //! Ethernet device `DEV` that rdma-core's stock `rxe` provider drives.
+//!
+//! # Locking
+//!
+//! The transport of a QP runs under its state lock, from a verb, the
+//! receive softirq, a timer or the QP's kick (BH work). Every spinlock the
+//! data path takes disables interrupts (only the index pools', taken in
+//! process context, do not). The order, outermost first; a lock is only
+//! taken with those above it held:
+//!
+//! 1. Mutexes, never under a spinlock: an SRQ's `modify` (then its state),
+//!    the device's `bound_qps` (then the QP table), the namespace's
+//!    `sockets`.
+//! 2. A QP's `state` ([`qp::RrxeQp`]). Never two at once: packets built
+//!    under it are sent, and local ones delivered to their QP, after it is
+//!    dropped.
+//! 3. Under the QP's state: an AH's route (`RrxeAh::tx`, UD sends), or the
+//!    device's `atomic_ops` (an atomic's read-modify-write); never both.
+//! 4. Under those: a fast-register region's state (`RrxeMr::fast`) or a
+//!    window's binding (`RrxeMw::bind`); never both.
+//! 5. Leaves, which take nothing else: a CQ's ring ([`cq::RrxeCq`]), an
+//!    SRQ's state, the object tables' xarray locks (released before the
+//!    object's own lock is taken), the skb queues, the device's multicast
+//!    groups, the index pools, and the kernel's timer and workqueue locks.
+//!
+//! The consumers' callbacks run with no driver lock held and interrupts
+//! enabled (the C helpers check it under lockdep): completion handlers and
+//! CQ overrun events ([`cq::RrxeCq::run_due`]), and QP and SRQ events,
+//! all made by `RrxeQp::report_events` once the QP's state lock is
+//! dropped. A verb that owes one (an ERR flush in `post_send`, `modify_qp`
+//! to ERR) leaves it to the QP's kick, so that the handler does not run
+//! inside the caller's verb with the caller's own locks held. One
+//! exception remains: a packet to a QP of the same host is delivered from
+//! the sender's context, so a `post_send` whose packet completes a local
+//! peer's receive runs that peer's handlers before it returns (with no
+//! driver lock held, and bottom halves disabled).
 
 mod ah;
 mod coexist;
