@@ -199,17 +199,29 @@ cm_listener_up() {
 }
 if [ "$DRIVER" != rrxe ]; then
 	# bounded CASE PID CMD...: run CMD (the removal) in the background; after
-	# 10 s kill -9 PID (the application holding the device) if CMD still
-	# waits; print how long CMD took.
+	# 10 s kill -9 PID (the application holding the device) and its
+	# children (PID may be the `timeout` running it) if CMD still waits;
+	# print how long CMD took. A removal still waiting 30 s after the kill
+	# ends the suite: the device is neither here nor gone.
 	bounded() {
-		local what=$1 pid=$2 t0 del rc
+		local what=$1 pid=$2 t0 del rc n=0
 		shift 2
 		t0=$(date +%s)
 		"$@" &
 		del=$!
 		sleep 10
 		kill -0 "$del" 2>/dev/null && echo "# $DRIVER: $what still waiting after 10 s; killing the application"
+		pkill -9 -P "$pid" 2>/dev/null
 		kill -9 "$pid" 2>/dev/null
+		while kill -0 "$del" 2>/dev/null && [ $n -lt 30 ]; do
+			sleep 1
+			n=$((n + 1))
+		done
+		if kill -0 "$del" 2>/dev/null; then
+			echo "# $DRIVER: $what still waiting 30 s after the application was killed; ending the suite"
+			finish
+			exit
+		fi
 		wait "$del"
 		rc=$?
 		echo "# $DRIVER: $what returned after $(($(date +%s) - t0)) s (exit $rc)"
