@@ -30,6 +30,7 @@ use crate::{
         Caps,
         Limits, //
     },
+    proto::wr::wc as wc_op,
     rdma::{
         eopnotsupp,
         lock::SpinLockIrq,
@@ -318,8 +319,6 @@ fn make_queues(attr: &QpInitAttr, udata: Option<&Udata>) -> Result<(Wq, Option<W
     }
     Ok((sq, rq, cap))
 }
-
-use crate::proto::wr::wc as wc_op;
 
 impl RrxeQp {
     /// Creates a QP (`rxe_create_qp`).
