@@ -238,6 +238,53 @@ PY
 }
 check "res-show-lists-objects" res_lists_objects
 
+# A QP moved to ERR and destroyed at once, 20 times, each with its own CQ
+# on a completion channel, armed, and one receive posted: the flushed
+# receive's completion event reaches the channel every time, and the CQ
+# holds that receive as WR_FLUSH_ERR. rrxe makes the completion handler
+# call a flush owes from the QP's kick (never under the QP's lock); a QP
+# destroyed before its kick ran lost the call, and a consumer waiting on
+# the channel for its flushed work waited for ever (review of dfe3853).
+flush_then_destroy() {
+	timeout 60 python3 - "$IBDEV" <<'PY'
+import sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.cq import CQ, CompChannel
+from pyverbs.mr import MR
+from pyverbs.qp import QP, QPInitAttr, QPCap, QPAttr
+from pyverbs.wr import RecvWR, SGE
+import pyverbs.enums as e
+with Context(name=sys.argv[1]) as ctx:
+    pd = PD(ctx)
+    mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+    for i in range(20):
+        ch = CompChannel(ctx)
+        cq = CQ(ctx, 16, None, ch, 0)
+        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(4, 4, 1, 1)))
+        a = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
+        a.pkey_index = 0
+        a.qp_access_flags = 0
+        qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
+        qp.post_recv(RecvWR(wr_id=1000 + i, num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)]))
+        cq.req_notify()
+        qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+        qp.close()
+        ch.get_cq_event(cq)
+        cq.ack_events(1)
+        n, wcs = cq.poll(4)
+        got = [(w.wr_id, w.status) for w in wcs[:n]]
+        if got != [(1000 + i, e.IBV_WC_WR_FLUSH_ERR)]:
+            sys.exit(f"round {i}: CQ holds {got}")
+        cq.close()
+        ch.close()
+    print("20 rounds: event and flushed receive each time")
+    mr.close()
+    pd.close()
+PY
+}
+check "flush-then-destroy-event" flush_then_destroy
+
 # After all users are gone only the kernel's own objects remain (the GSI QP
 # and the MAD agents' CQ/PD/MR): nothing leaked by the suites.
 res_no_user_objects() {

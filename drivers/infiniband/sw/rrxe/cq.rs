@@ -38,7 +38,9 @@ use kernel::{
     prelude::*,
     sync::atomic::{
         Atomic,
-        Relaxed, //
+        Full,
+        Relaxed,
+        Release, //
     }, //
 };
 
@@ -278,7 +280,7 @@ impl RrxeCq {
             inner.overrun = true;
             drop(inner);
             if first {
-                cq.overrun_due.store(true, Relaxed);
+                cq.overrun_due.store(true, Release);
             }
             // User space can empty one slot and overrun again at every
             // doorbell: the message is rate-limited besides.
@@ -292,7 +294,7 @@ impl RrxeCq {
             || (inner.notify & NotifyFlags::SOLICITED != 0 && solicited);
         if fire {
             inner.notify = 0;
-            cq.handler_due.store(true, Relaxed);
+            cq.handler_due.store(true, Release);
         }
         Ok(())
     }
@@ -304,12 +306,15 @@ impl RrxeCq {
 
     /// Makes the calls [`RrxeCq::post`] owes the consumer: the overrun
     /// event, then the completion handler, each once. Called with no
-    /// driver lock held; any QP of the CQ may make them.
+    /// driver lock held. Any QP of the CQ may make them, on another CPU
+    /// than the post's: a flag is set (release) after the completion is in
+    /// the ring and taken with a full barrier, so a consumer the handler
+    /// wakes finds the completion.
     pub(crate) fn run_due(cq: &Cq<Rrxe>) {
-        if cq.overrun_due.xchg(false, Relaxed) {
+        if cq.overrun_due.xchg(false, Full) {
             cq.report_overrun();
         }
-        if cq.handler_due.xchg(false, Relaxed) {
+        if cq.handler_due.xchg(false, Full) {
             cq.comp_handler();
         }
     }

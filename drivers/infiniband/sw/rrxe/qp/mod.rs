@@ -736,6 +736,12 @@ impl RrxeQp {
 
     /// Destroys the QP: detaches from the CQs and frees the QPN.
     pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
+        // The kick is cancelled by now (the QP is unpublished): a handler
+        // call a flush left to it (`modify_qp` to ERR just before) is made
+        // here, or a consumer waiting for its flushed completions would
+        // wait for ever. No driver lock is held.
+        RrxeCq::run_due(qp.send_cq());
+        RrxeCq::run_due(qp.recv_cq());
         // As the C driver: detach from every multicast group first.
         if qp.mcast_count.load(Relaxed) != 0 {
             return Err(EBUSY);
