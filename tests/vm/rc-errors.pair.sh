@@ -575,6 +575,20 @@ def qp_counter(qpn):
             return c
     return {}
 
+def settled_qp_counter(qpn):
+    """qp_counter(QPN) once no packet moved it for 0.5 s, at most 10 s:
+    after the completions a retransmission may still be on its way (an RNR
+    retry and a sequence NAK's resend can both go out), and the port's
+    counters, read next, must count the same packets."""
+    last, t0 = qp_counter(qpn), time.monotonic()
+    while time.monotonic() - t0 < 10:
+        time.sleep(0.5)
+        now = qp_counter(qpn)
+        if now == last:
+            break
+        last = now
+    return last
+
 COUNTED = ["sent_pkts", "rcvd_pkts", "rcvd_rnr_err", "send_rnr_err", "rdma_sends",
            "rdma_recvs", "sent_bytes", "rcvd_bytes"]
 
@@ -609,7 +623,7 @@ def case_qp_counter(ctl, name):
         expect(f"{name}-sends", statuses(end.poll(3, 30)),
                [(1, e.IBV_WC_SUCCESS), (2, e.IBV_WC_SUCCESS), (3, e.IBV_WC_SUCCESS)])
     ctl.sync("completed")
-    qc = qp_counter(end.qp.qp_num)
+    qc = settled_qp_counter(end.qp.qp_num)
     log(f"counter of QP {end.qp.qp_num}: {qc}")
     got = {k: qc.get(k) for k in COUNTED}
     if VM == 1:
