@@ -6,8 +6,8 @@
 # namespace has a socket on 4791 while its device exists, ibv_rc_pingpong
 # and rping -V between the namespaces (data verified), the packet counters
 # of both devices move, and the sockets go with the devices.
-# runs: rrxe@debug rxe@fast
-# full-runs: rxe@debug
+# runs: rrxe@debug
+# full-runs: rxe@fast rxe@debug
 
 modprobe "$([ "$DRIVER" = rxe ] && echo rdma_rxe || echo rrxe)"
 modprobe ib_uverbs

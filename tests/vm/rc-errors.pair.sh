@@ -105,8 +105,8 @@
 # RNR NAKs and NAKs sent and received with their code, retransmissions with
 # their reason, the error completions by wr_id and status, the move to ERR.
 # VM 1 is the responder, VM 2 the requester.
-# runs: rrxe@debug rxe@fast
-# full-runs: rxe@debug
+# runs: rrxe@debug
+# full-runs: rxe@fast rxe@debug
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")

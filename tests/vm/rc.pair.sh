@@ -55,10 +55,13 @@ done
 # checked ping-pong completes; rdma_rxe takes it as it is and black-holes
 # every full packet (measured 2026-12-02): its result is printed, bounded
 # in time, not judged.
+# rdma_rxe's run waits out its 60 s bound: the complete level only.
 mtu_judge=check
 [ "$DRIVER" = rrxe ] || mtu_judge=shown
-PAIR_JUDGE=$mtu_judge pair rc-pingpong-mtu4096-on-1500 60 \
-	ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -m 4096 -s 8192 -n 20
+if [ "$DRIVER" = rrxe ] || [ "${TEST_LEVEL:-full}" = full ]; then
+	PAIR_JUDGE=$mtu_judge pair rc-pingpong-mtu4096-on-1500 60 \
+		ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -m 4096 -s 8192 -n 20
+fi
 
 # A net device MTU that shrinks under a live connection: both VMs go to
 # 9000 bytes and a checked ping-pong in event mode of three 8 MiB messages
