@@ -204,7 +204,7 @@ if [ "$DRIVER" != rrxe ]; then
 	# print how long CMD took. A removal still waiting 30 s after the kill
 	# ends the suite: the device is neither here nor gone.
 	bounded() {
-		local what=$1 pid=$2 t0 del rc n=0
+		local what=$1 pid=$2 t0 del rc
 		shift 2
 		t0=$(date +%s)
 		"$@" &
@@ -213,11 +213,7 @@ if [ "$DRIVER" != rrxe ]; then
 		kill -0 "$del" 2>/dev/null && echo "# $DRIVER: $what still waiting after 10 s; killing the application"
 		pkill -9 -P "$pid" 2>/dev/null
 		kill -9 "$pid" 2>/dev/null
-		while kill -0 "$del" 2>/dev/null && [ $n -lt 30 ]; do
-			sleep 1
-			n=$((n + 1))
-		done
-		if kill -0 "$del" 2>/dev/null; then
+		if ! timeout 30 tail --pid="$del" -f /dev/null; then
 			echo "# $DRIVER: $what still waiting 30 s after the application was killed; ending the suite"
 			finish
 			exit
