@@ -13,6 +13,7 @@
 
 #include <linux/etherdevice.h>
 #include <linux/highmem.h>
+#include <linux/hmm.h>
 #include <linux/if_vlan.h>
 #include <linux/ioport.h>
 #include <linux/libnvdimm.h>
@@ -43,6 +44,7 @@
 #include "rrxe_trace.h"
 #include <rdma/ib_cache.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_user_rxe.h>
 #include <rdma/uverbs_ioctl.h>
@@ -735,6 +737,129 @@ size_t rrxe_helper_umem_fill_pages(struct ib_umem *umem, struct page **pages,
 }
 
 /*
+ * include/rdma/ib_umem_odp.h: on-demand paging.  The umem's page list
+ * (map.pfn_list) is written by hmm_range_fault() without umem_mutex, so it
+ * is read only with umem_mutex held and after ib_umem_odp_map_dma_and_lock()
+ * checked the notifier sequence: the Rust side copies what it needs into its
+ * own table then, under its own spinlock, which the data path takes.
+ */
+
+#ifndef CONFIG_INFINIBAND_ON_DEMAND_PAGING
+#error "rrxe needs CONFIG_INFINIBAND_ON_DEMAND_PAGING=y (as distribution kernels have it)"
+#endif
+
+struct ib_umem_odp *rrxe_helper_ib_umem_odp_get(
+	struct ib_device *device, unsigned long addr, size_t size, int access,
+	const struct mmu_interval_notifier_ops *ops)
+{
+	return ib_umem_odp_get(device, addr, size, access, ops);
+}
+
+void rrxe_helper_ib_umem_odp_release(struct ib_umem_odp *odp)
+{
+	ib_umem_odp_release(odp);
+}
+
+/* Sets the pointer the invalidation callback finds, under umem_mutex. */
+void rrxe_helper_odp_set_private(struct ib_umem_odp *odp, void *private)
+{
+	mutex_lock(&odp->umem_mutex);
+	odp->private = private;
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/* Offset of the first user byte from ib_umem_start(), in bytes. */
+size_t rrxe_helper_odp_first(struct ib_umem_odp *odp)
+{
+	return odp->umem.address - ib_umem_start(odp);
+}
+
+/* Number of PAGE_SIZE pages from ib_umem_start() to ib_umem_end(). */
+size_t rrxe_helper_odp_page_count(struct ib_umem_odp *odp)
+{
+	return (ib_umem_end(odp) - ib_umem_start(odp)) >> PAGE_SHIFT;
+}
+
+size_t rrxe_helper_odp_length(struct ib_umem_odp *odp)
+{
+	return odp->umem.length;
+}
+
+bool rrxe_helper_odp_writable(struct ib_umem_odp *odp)
+{
+	return odp->umem.writable;
+}
+
+/*
+ * Maps [offset, offset + len) from the first user byte, faulting pages in
+ * when @fault (may sleep).  On success (>= 0) umem_mutex is held: release it
+ * with rrxe_helper_odp_unlock().
+ */
+int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 offset, u64 len,
+				 bool write, bool fault)
+{
+	return ib_umem_odp_map_dma_and_lock(odp, odp->umem.address + offset,
+					    len, write ? HMM_PFN_WRITE : 0,
+					    fault);
+}
+
+void rrxe_helper_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/*
+ * The page at PAGE_SIZE index @index from ib_umem_start(), or NULL if it is
+ * not mapped; *@writable tells whether it is mapped writable.  Called with
+ * umem_mutex held after a successful rrxe_helper_odp_map_and_lock().
+ */
+struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, size_t index,
+				  bool *writable)
+{
+	unsigned long pfn = odp->map.pfn_list[index];
+
+	if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
+		return NULL;
+	*writable = pfn & HMM_PFN_WRITE;
+	return hmm_pfn_to_page(pfn);
+}
+
+/*
+ * The first half of an invalidation: NULL if it may not sleep (the caller
+ * then refuses it); otherwise umem_mutex is taken, the sequence moved on,
+ * and [*@first, *@end) are the PAGE_SIZE indexes the range covers.
+ */
+struct ib_umem_odp *rrxe_helper_odp_invalidate_begin(
+	struct mmu_interval_notifier *mni, const struct mmu_notifier_range *range,
+	unsigned long cur_seq, size_t *first, size_t *end, void **private)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp, notifier);
+	unsigned long start = max(ib_umem_start(odp), range->start);
+	unsigned long last = min(ib_umem_end(odp), range->end);
+
+	if (!mmu_notifier_range_blockable(range))
+		return NULL;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	*first = 0;
+	*end = 0;
+	if (start < last) {
+		*first = (start - ib_umem_start(odp)) >> PAGE_SHIFT;
+		*end = (last - ib_umem_start(odp) + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	}
+	*private = odp->private;
+	return odp;
+}
+
+/* The second half: the core's mapping of the range goes, umem_mutex too. */
+void rrxe_helper_odp_invalidate_end(struct ib_umem_odp *odp,
+				    const struct mmu_notifier_range *range)
+{
+	ib_umem_odp_unmap_dma_pages(odp, range->start, range->end);
+	mutex_unlock(&odp->umem_mutex);
+}
+
+/*
  * FLUSH to persistence (IBTA Vol 1 Annex A19): which pages are persistent
  * memory, and writing their cache lines back (as rdma_rxe's is_pmem_page
  * and flush_pmem).
@@ -884,6 +1009,23 @@ void rrxe_helper_init_work(struct work_struct *work,
 bool rrxe_helper_queue_bh_work(struct work_struct *work)
 {
 	return queue_work(system_bh_wq, work);
+}
+
+/*
+ * Work that may sleep for a while (faulting pages in): an unbound worker.
+ * Initialised here, not by rrxe_helper_init_work(): INIT_WORK() gives each
+ * call site its own lockdep class, and this work runs in process context
+ * where the kick runs in softirq.
+ */
+void rrxe_helper_init_sleepable_work(struct work_struct *work,
+				     void (*fn)(struct work_struct *))
+{
+	INIT_WORK(work, fn);
+}
+
+bool rrxe_helper_queue_unbound_work(struct work_struct *work)
+{
+	return queue_work(system_unbound_wq, work);
 }
 
 /* Link-layer multicast filter of a net device (UD multicast groups). */

@@ -92,6 +92,9 @@ impl KernelCapFlags {
     /// `rdma link delete` may unregister the device.
     pub const ALLOW_USER_UNREG: Self =
         Self::from_raw(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+    /// Memory regions may be registered for on-demand paging.
+    pub const ON_DEMAND_PAGING: Self =
+        Self::from_raw(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
 
     const fn from_raw(v: bindings::ib_kernel_cap_flags) -> Self {
         // CAST: the C enum's values are 64-bit flags; widening keeps them.
@@ -110,6 +113,46 @@ impl BitOr for KernelCapFlags {
     fn bitor(self, rhs: Self) -> Self {
         Self(self.0 | rhs.0)
     }
+}
+
+/// On-demand paging capabilities (`struct ib_odp_caps`): the
+/// `IB_ODP_SUPPORT*` bits of [`odp_support`].
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct OdpCaps {
+    /// `general_caps`: [`odp_support::SUPPORT`], [`odp_support::IMPLICIT`].
+    pub general: u64,
+    /// Operations an RC QP may run on on-demand memory.
+    pub rc: u32,
+    /// Operations a UC QP may run on on-demand memory.
+    pub uc: u32,
+    /// Operations a UD QP may run on on-demand memory.
+    pub ud: u32,
+}
+
+/// `IB_ODP_SUPPORT*` (include/rdma/ib_verbs.h).
+pub mod odp_support {
+    use crate::bindings;
+
+    /// On-demand paging is supported.
+    pub const SUPPORT: u64 = bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT as u64;
+    /// Implicit on-demand regions (the whole address space).
+    pub const IMPLICIT: u64 = bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT as u64;
+    /// Send from on-demand memory.
+    pub const SEND: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+    /// Receive into on-demand memory.
+    pub const RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
+    /// RDMA WRITE to on-demand memory.
+    pub const WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE;
+    /// RDMA READ from on-demand memory.
+    pub const READ: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ;
+    /// Atomics on on-demand memory.
+    pub const ATOMIC: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
+    /// Receive through an SRQ into on-demand memory.
+    pub const SRQ_RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+    /// FLUSH of on-demand memory.
+    pub const FLUSH: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH;
+    /// ATOMIC WRITE to on-demand memory.
+    pub const ATOMIC_WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
 }
 
 /// Atomic operation guarantees (`enum ib_atomic_cap`).
@@ -206,6 +249,8 @@ pub struct DeviceAttr {
     pub max_pkeys: u16,
     /// Local CA ACK delay, as `4.096 µs * 2^local_ca_ack_delay`.
     pub local_ca_ack_delay: u8,
+    /// On-demand paging capabilities.
+    pub odp_caps: OdpCaps,
 }
 
 impl DeviceAttr {
@@ -247,6 +292,10 @@ impl DeviceAttr {
         out.max_fast_reg_page_list_len = self.max_fast_reg_page_list_len;
         out.max_pkeys = self.max_pkeys;
         out.local_ca_ack_delay = self.local_ca_ack_delay;
+        out.odp_caps.general_caps = self.odp_caps.general;
+        out.odp_caps.per_transport_caps.rc_odp_caps = self.odp_caps.rc;
+        out.odp_caps.per_transport_caps.uc_odp_caps = self.odp_caps.uc;
+        out.odp_caps.per_transport_caps.ud_odp_caps = self.odp_caps.ud;
     }
 }
 

@@ -392,6 +392,10 @@ pub trait Driver: Sized + 'static {
     /// enabled; the QP is alive for the call.
     fn qp_kick(_qp: &Qp<Self>) {}
 
+    /// The sleepable work of `qp` ([`Qp::queue_sleepable`]) runs: in
+    /// process context, where it may sleep; the QP is alive for the call.
+    fn qp_sleepable(_qp: &Qp<Self>) {}
+
     /// Posts a send WR of a kernel consumer, or rings the doorbell of a user
     /// QP (`None`).
     ///

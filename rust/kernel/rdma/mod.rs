@@ -38,6 +38,7 @@ pub mod trace;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
+pub mod umem_odp;
 pub mod wc;
 
 #[cfg(CONFIG_KUNIT = "y")]

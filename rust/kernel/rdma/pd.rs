@@ -75,6 +75,17 @@ impl<T: Driver> Pd<T> {
         crate::rdma::umem::Umem::get(self.device().as_raw(), start, length, access)
     }
 
+    /// Registers `length` bytes of user memory at `start` for on-demand
+    /// paging, for a region of this PD's device.
+    pub fn umem_odp_get(
+        &self,
+        start: u64,
+        length: u64,
+        access: i32,
+    ) -> Result<crate::rdma::umem_odp::UmemOdp> {
+        crate::rdma::umem_odp::UmemOdp::get(self.device().as_raw(), start, length, access)
+    }
+
     /// # Safety
     ///
     /// `ptr` must point to the `ib_pd` of a `Pd<T>`.

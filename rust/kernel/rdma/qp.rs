@@ -823,6 +823,9 @@ pub struct Qp<T: Driver> {
     rnr_timer: Timer,
     /// The kick ([`Qp::kick`]); while queued it owns a reference.
     kick_work: Opaque<bindings::work_struct>,
+    /// Work that may sleep ([`Qp::queue_sleepable`]); while queued it owns
+    /// a reference.
+    sleep_work: Opaque<bindings::work_struct>,
     /// Transmit credit of the QP's packets ([`Qp::xmit`]).
     tx_credit: TxCredit,
     data: T::QpData,
@@ -1024,6 +1027,23 @@ impl<T: Driver> Qp<T> {
         }
     }
 
+    /// Has [`Driver::qp_sleepable`] called soon in process context (on an
+    /// unbound workqueue), for what may sleep, e.g. faulting in the pages
+    /// of on-demand memory. Queued at most once at a time. Any context. A
+    /// no-op once destruction began.
+    pub fn queue_sleepable(&self) {
+        if self.is_dying() {
+            return;
+        }
+        // As in `kick`: the queued work owns a reference.
+        self.live.get();
+        // SAFETY: `sleep_work` was initialised by `setup_timers`.
+        if !unsafe { bindings::queue_unbound_work(self.sleep_work.get()) } {
+            // SAFETY: We own the reference taken above; the caller's keeps `self` alive.
+            unsafe { Liveness::put(&raw const self.live) };
+        }
+    }
+
     /// The QP's transmit credit: how many of its packets are in the IP
     /// stack ([`TxCredit::in_flight`]), and whether a producer may build
     /// more ([`TxCredit::may_send`]).
@@ -1058,6 +1078,10 @@ impl<T: Driver> Qp<T> {
                 Opaque::cast_into(&raw const (*this).kick_work),
                 Some(Self::kick_callback),
             );
+            bindings::init_sleepable_work(
+                Opaque::cast_into(&raw const (*this).sleep_work),
+                Some(Self::sleep_callback),
+            );
         }
     }
 
@@ -1070,6 +1094,11 @@ impl<T: Driver> Qp<T> {
         // SAFETY: `kick_work` was initialised by `setup_timers`.
         if unsafe { bindings::cancel_work_sync(self.kick_work.get()) } {
             // SAFETY: The cancelled work owned this reference; ours keeps `self` alive.
+            unsafe { Liveness::put(&raw const self.live) };
+        }
+        // SAFETY: `sleep_work` was initialised by `setup_timers`.
+        if unsafe { bindings::cancel_work_sync(self.sleep_work.get()) } {
+            // SAFETY: As for the kick.
             unsafe { Liveness::put(&raw const self.live) };
         }
     }
@@ -1151,6 +1180,20 @@ impl<T: Driver> Qp<T> {
         // SAFETY: `w` is the `kick_work` of a `Qp<T>`, kept alive by the work's reference.
         let qp = unsafe { &*kernel::container_of!(Opaque::cast_from(w), Self, kick_work) };
         T::qp_kick(qp);
+        // SAFETY: The work owned this reference; `qp` is not used afterwards.
+        unsafe { Liveness::put(&raw const qp.live) };
+    }
+
+    /// The sleepable work ran.
+    ///
+    /// # Safety
+    ///
+    /// Called by the workqueue with the `sleep_work` of a `Qp<T>` queued by
+    /// [`Qp::queue_sleepable`], which owns a reference.
+    unsafe extern "C" fn sleep_callback(w: *mut bindings::work_struct) {
+        // SAFETY: `w` is the `sleep_work` of a `Qp<T>`, kept alive by the work's reference.
+        let qp = unsafe { &*kernel::container_of!(Opaque::cast_from(w), Self, sleep_work) };
+        T::qp_sleepable(qp);
         // SAFETY: The work owned this reference; `qp` is not used afterwards.
         unsafe { Liveness::put(&raw const qp.live) };
     }

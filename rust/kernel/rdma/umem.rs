@@ -170,14 +170,14 @@ impl Umem {
 
 /// The part of one page a copy touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PageChunk {
+pub(crate) struct PageChunk {
     /// Index of the page in the pinned range (0 is the page of the first
     /// user byte).
-    page: usize,
+    pub(crate) page: usize,
     /// Offset in the page, in bytes.
-    offset: usize,
+    pub(crate) offset: usize,
     /// Length, in bytes; `offset + len <= PAGE_SIZE`.
-    len: usize,
+    pub(crate) len: usize,
 }
 
 /// The split of a byte range of pinned memory into per-page chunks.
@@ -185,7 +185,7 @@ struct PageChunk {
 /// The pinned pages start at the page of the first user byte, which lies
 /// `first` bytes into it; a byte at `offset` from the first user byte is
 /// byte `(first + offset) % PAGE_SIZE` of page `(first + offset) / PAGE_SIZE`.
-struct PageSpan {
+pub(crate) struct PageSpan {
     /// Position of the next byte, counted from the start of page 0.
     pos: usize,
     /// Bytes left.
@@ -196,7 +196,7 @@ impl PageSpan {
     /// The chunks of `[offset, offset + len)` in a pinned range of `total`
     /// bytes whose first user byte is at `first` in its page; `EINVAL` if
     /// the range is not inside `[0, total)`.
-    fn new(first: usize, offset: usize, len: usize, total: usize) -> Result<Self> {
+    pub(crate) fn new(first: usize, offset: usize, len: usize, total: usize) -> Result<Self> {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > total || first >= PAGE_SIZE {
             return Err(EINVAL);
