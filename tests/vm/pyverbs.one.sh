@@ -168,16 +168,9 @@ done
 # What rrxe does not do yet, as `TEST-ID REASON`: tests the C driver passes
 # that may skip or fail on rrxe.  Any other test the C driver passes must
 # pass on rrxe, and a listed test that passes fails the check too, so that
-# the list shrinks with the features.  The ODP tests skip themselves, as
-# the device reports no odp_caps.
+# the list shrinks with the features.  Empty since on-demand paging (the
+# seven test_odp tests the C driver passes) came.
 KNOWN=$(cat <<'LIST'
-tests.test_odp.OdpTestCase.test_odp_rc_atomic_cmp_and_swp odp
-tests.test_odp.OdpTestCase.test_odp_rc_atomic_fetch_and_add odp
-tests.test_odp.OdpTestCase.test_odp_rc_mixed_mr odp
-tests.test_odp.OdpTestCase.test_odp_rc_rdma_read odp
-tests.test_odp.OdpTestCase.test_odp_rc_rdma_write odp
-tests.test_odp.OdpTestCase.test_odp_rc_traffic odp
-tests.test_odp.OdpTestCase.test_odp_ud_traffic odp
 LIST
 )
 

@@ -22,6 +22,11 @@
 //! range), under the region's lock, and the data is copied page by page
 //! with the lock still held, so that an invalidation on another CPU either
 //! comes before the access (which then fails) or after it.
+//!
+//! On-demand regions are checked as user regions; their pages are copied
+//! only if mapped, otherwise the access fails with [`MemError::Fault`],
+//! which names the range for the caller to have faulted in
+//! ([`super::odp::request`]) before it tries again.
 
 use crate::{
     proto::{
@@ -49,6 +54,10 @@ use crate::{
             Mr,
             PageList, //
         },
+        umem_odp::{
+            OdpError,
+            UmemOdp, //
+        },
         wc::WcStatus,
     },
 };
@@ -67,6 +76,7 @@ use super::{
         is_mw_key,
         RrxeMw, //
     },
+    odp::OdpFault,
     verbs::Rrxe, //
 };
 
@@ -81,6 +91,8 @@ pub(crate) enum MemError {
     Length,
     /// An atomic's word is not 8-byte aligned in memory.
     Misaligned,
+    /// On-demand memory that is not mapped: fault it in and try again.
+    Fault(OdpFault),
 }
 
 impl MemError {
@@ -161,7 +173,7 @@ fn region(
         Via::Rkey(_) => region_of_key(dev, pd_id, key, true, need)?,
         Via::Lkey => region_of_key(dev, pd_id, key, false, need)?,
     };
-    if let Mapping::User(_) = mr.mapping {
+    if let Mapping::User(_) | Mapping::Odp(_) = mr.mapping {
         // CAST: lengths of one message fit in u64.
         if !range_within(mr.iova(), mr.length(), addr, len64) {
             return Err(MemError::Range);
@@ -287,6 +299,11 @@ pub(crate) fn write(
         Mapping::User(umem) => umem
             .copy_to(offset_in(&mr, addr)?, src)
             .map_err(|_| MemError::Range),
+        Mapping::Odp(odp) => {
+            let offset = offset_in(&mr, addr)?;
+            odp.copy_to(offset, src)
+                .map_err(|e| odp_error(&mr, odp, e, offset, src.len(), true))
+        }
         Mapping::Dma => mr.kernel_copy_to(addr, src).map_err(|_| MemError::Range),
         Mapping::Fast(fast) => fast_access(fast, key, need, addr, src.len(), |pages, c| {
             let from = src.get(c.at..c.at + c.len).ok_or(EINVAL)?;
@@ -313,11 +330,106 @@ pub(crate) fn read(
         Mapping::User(umem) => umem
             .copy_from(offset_in(&mr, addr)?, dst)
             .map_err(|_| MemError::Range),
+        Mapping::Odp(odp) => {
+            let offset = offset_in(&mr, addr)?;
+            // An atomic reads the word it then writes: it is faulted in
+            // writable at once.
+            let write = matches!(need, Need::RemoteAtomic);
+            odp.copy_from(offset, dst)
+                .map_err(|e| odp_error(&mr, odp, e, offset, dst.len(), write))
+        }
         Mapping::Dma => mr.kernel_copy_from(addr, dst).map_err(|_| MemError::Range),
         Mapping::Fast(fast) => fast_access(fast, key, need, addr, dst.len(), |pages, c| {
             let to = dst.get_mut(c.at..c.at + c.len).ok_or(EINVAL)?;
             pages.copy_from(c.index, c.offset, to)
         }),
+    }
+}
+
+/// The error of an access to on-demand memory of `mr` that `odp` refused:
+/// a fault of the range from its first unmapped page, when that is what
+/// is missing.
+fn odp_error(
+    mr: &Mr<Rrxe>,
+    odp: &UmemOdp,
+    e: OdpError,
+    offset: usize,
+    len: usize,
+    write: bool,
+) -> MemError {
+    match e {
+        OdpError::NotPresent(at) => {
+            let rest = (offset + len).saturating_sub(at);
+            MemError::Fault(OdpFault::new(
+                mr.index,
+                at,
+                rest,
+                write && odp.is_writable(),
+            ))
+        }
+        OdpError::ReadOnly => MemError::Key,
+        OdpError::Range => MemError::Range,
+    }
+}
+
+/// Checks that on-demand memory `len` bytes at `addr` of the region of
+/// `key` would name is mapped (writable, if `need` writes), without
+/// touching it:
+/// [`MemError::Fault`] for the first part that is not. Any other problem
+/// is left to the access itself to report (`Ok` here).
+pub(crate) fn probe(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    key: u32,
+    via: Via,
+    need: Need,
+    addr: u64,
+    len: usize,
+) -> Result<(), MemError> {
+    if len == 0 {
+        return Ok(());
+    }
+    let write = matches!(
+        need,
+        Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
+    );
+    let Ok(mr) = region(dev, pd_id, key, via, need, addr, len) else {
+        return Ok(());
+    };
+    let Mapping::Odp(odp) = &mr.mapping else {
+        return Ok(());
+    };
+    let Ok(offset) = offset_in(&mr, addr) else {
+        return Ok(());
+    };
+    match odp.is_present(offset, len, write) {
+        Err(e @ OdpError::NotPresent(_)) => Err(odp_error(&mr, odp, e, offset, len, write)),
+        _ => Ok(()),
+    }
+}
+
+/// [`probe`] of the local buffer a send WQE's SGEs name for `len` bytes
+/// (where a READ response or an atomic's original value goes), writable.
+pub(crate) fn probe_send_sges(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    slot: &[u8],
+    num_sge: u32,
+    len: usize,
+) -> Result<(), MemError> {
+    let r = walk(
+        num_sge,
+        |i| send_sge(slot, i).ok(),
+        0,
+        len,
+        |sge, off, _, n| {
+            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+            probe(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, n)
+        },
+    );
+    match r {
+        Err(MemError::Fault(f)) => Err(MemError::Fault(f)),
+        _ => Ok(()),
     }
 }
 
@@ -338,6 +450,8 @@ fn check_word_aligned(
     let aligned = match &mr.mapping {
         // CAST: a page offset fits in u64.
         Mapping::User(umem) => user_word_aligned(mr.iova(), umem.offset() as u64, addr),
+        // CAST: a page offset fits in u64.
+        Mapping::Odp(odp) => user_word_aligned(mr.iova(), odp.offset() as u64, addr),
         _ => word_aligned(addr),
     };
     if !aligned {
@@ -470,6 +584,16 @@ pub(crate) fn flush(
                 let len = usize::try_from(len).map_err(|_| MemError::Range)?;
                 umem.wb_cache_pmem(offset_in(&mr, addr)?, len)
                     .map_err(|_| MemError::Range)?;
+            }
+        }
+        // Never persistent memory (refused at registration): a FLUSH to
+        // global visibility needs only the fence below.
+        Mapping::Odp(_) => {
+            if check_range && !range_within(mr.iova(), mr.length(), range.0, range.1) {
+                return Err(MemError::Range);
+            }
+            if persistent {
+                return Err(MemError::Key);
             }
         }
         // Remote access through a DMA region is refused by `region_of_key`.

@@ -30,7 +30,8 @@ use crate::{
         },
         pd::Pd,
         udata::Udata,
-        umem::Umem, //
+        umem::Umem,
+        umem_odp::UmemOdp, //
     },
 };
 use kernel::{
@@ -69,8 +70,7 @@ pub(crate) mod access {
     /// Remote access of every kind (`RXE_ACCESS_REMOTE`), which fast-register
     /// regions start with.
     pub(crate) const REMOTE: i32 = REMOTE_READ | REMOTE_WRITE | REMOTE_ATOMIC;
-    /// What rxe accepts on MRs (`RXE_ACCESS_SUPPORTED_MR`). ODP is not
-    /// implemented, so `ON_DEMAND` is refused with `EOPNOTSUPP` separately.
+    /// What rxe accepts on MRs (`RXE_ACCESS_SUPPORTED_MR`).
     pub(crate) const SUPPORTED_MR: i32 = LOCAL_WRITE
         | REMOTE_WRITE
         | REMOTE_READ
@@ -88,6 +88,8 @@ pub(crate) enum Mapping {
     Dma,
     /// Pinned user pages, translated by the requester and responder.
     User(Umem),
+    /// User memory mapped on demand ([`super::odp`]).
+    Odp(UmemOdp),
     /// The pages a kernel consumer mapped, while it keeps them registered.
     Fast(Pin<KBox<SpinLockIrq<FastState>>>),
 }
@@ -170,21 +172,33 @@ impl RrxeMr {
         if args.access & !access::SUPPORTED_MR != 0 {
             return Err(eopnotsupp());
         }
-        if args.access & access::ON_DEMAND != 0 {
-            return Err(eopnotsupp());
-        }
-        let umem = pd.umem_get(args.start, args.length, args.access)?;
-        // As the C driver: persistence is promised only for persistent
-        // memory (a FLUSH to it writes the cache lines back).
-        if args.access & access::FLUSH_PERSISTENT != 0 && !umem.is_pmem() {
-            return Err(EINVAL);
-        }
+        let mapping = if args.access & access::ON_DEMAND != 0 {
+            // Implicit ODP (the whole address space) is not offered
+            // (`odp_caps`), as in the C driver.
+            if args.start == 0 && args.length == u64::MAX {
+                return Err(EINVAL);
+            }
+            // Persistence needs persistent memory, which is never mapped
+            // on demand.
+            if args.access & access::FLUSH_PERSISTENT != 0 {
+                return Err(EINVAL);
+            }
+            Mapping::Odp(pd.umem_odp_get(args.start, args.length, args.access)?)
+        } else {
+            let umem = pd.umem_get(args.start, args.length, args.access)?;
+            // As the C driver: persistence is promised only for persistent
+            // memory (a FLUSH to it writes the cache lines back).
+            if args.access & access::FLUSH_PERSISTENT != 0 && !umem.is_pmem() {
+                return Err(EINVAL);
+            }
+            Mapping::User(umem)
+        };
         let (index, key) = pd.device().mr_pool.alloc_key()?;
         let access = args.access;
         let init = try_init!(Self {
             index,
             access: Atomic::new(access),
-            mapping: Mapping::User(umem),
+            mapping,
             mw_binds: Atomic::new(0),
         });
         Ok((init, keys(index, key, args.iova, args.length)))
@@ -327,8 +341,21 @@ impl RrxeMr {
         if let Mapping::User(umem) = &mr.mapping {
             umem.check_rereg(args.flags, args.access)?;
         }
-        if args.access & !access::SUPPORTED_MR != 0 || args.access & access::ON_DEMAND != 0 {
+        // On-demand paging is chosen at registration: it cannot be turned
+        // on or off here.
+        let odp = matches!(mr.mapping, Mapping::Odp(_));
+        if args.access & !access::SUPPORTED_MR != 0 || (args.access & access::ON_DEMAND != 0) != odp
+        {
             return Err(eopnotsupp());
+        }
+        if let Mapping::Odp(umem) = &mr.mapping {
+            let write = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+            if args.access & write != 0 && !umem.is_writable() {
+                return Err(EACCES);
+            }
+            if args.access & access::FLUSH_PERSISTENT != 0 {
+                return Err(EINVAL);
+            }
         }
         // As at registration (the C driver does not check again here: a
         // rereg could promise persistence of ordinary memory).

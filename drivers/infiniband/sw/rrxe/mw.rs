@@ -200,9 +200,9 @@ impl RrxeMw {
             // Only user regions: a window's R_Key reaches the pages through
             // the region's translation, which fast-register regions keep
             // under their own key.
-            let Mapping::User(_) = mr.mapping else {
+            if !matches!(mr.mapping, Mapping::User(_) | Mapping::Odp(_)) {
                 return Err(MwError);
-            };
+            }
             let ma = mr.access();
             // C10-73, C10-74; and persistence only where the region
             // promises it (on persistent memory, see `RrxeMr::user`).

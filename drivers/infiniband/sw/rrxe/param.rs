@@ -11,10 +11,12 @@
 
 use crate::rdma::{
     attr::{
+        odp_support,
         AtomicCap,
         DeviceAttr,
         DeviceCapFlags,
-        KernelCapFlags, //
+        KernelCapFlags,
+        OdpCaps, //
     },
     port::{
         cap,
@@ -93,9 +95,15 @@ const VENDOR_ID: u32 = 0x00ff_ffff;
 /// MEM_WINDOW, MEM_WINDOW_TYPE_2B: memory windows of type 1 and 2B
 /// (`alloc_mw`, BIND_MW, invalidation), as the C driver.
 ///
-/// The C driver also advertises AUTO_PATH_MIG, CHANGE_PHY_PORT and
-/// UD_AV_PORT_ENFORCE; those come with path migration.
+/// AUTO_PATH_MIG, CHANGE_PHY_PORT, UD_AV_PORT_ENFORCE: as the C driver,
+/// which sets them too. An alternate path and a migration state are
+/// accepted by `modify_qp` and reported by `query_qp` (port 1, the only
+/// one), and, as there, never migrated to; a UD address vector names
+/// port 1 or is refused.
 pub(crate) const DEVICE_CAP_FLAGS: DeviceCapFlags = DeviceCapFlags::BAD_PKEY_CNTR
+    .union(DeviceCapFlags::AUTO_PATH_MIG)
+    .union(DeviceCapFlags::CHANGE_PHY_PORT)
+    .union(DeviceCapFlags::UD_AV_PORT_ENFORCE)
     .union(DeviceCapFlags::BAD_QKEY_CNTR)
     .union(DeviceCapFlags::PORT_ACTIVE_EVENT)
     .union(DeviceCapFlags::SYS_IMAGE_GUID)
@@ -128,7 +136,7 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
         max_qp: DEFAULT_MAX_VALUE - MIN_QP_INDEX,
         max_qp_wr: DEFAULT_MAX_VALUE,
         device_cap_flags: DEVICE_CAP_FLAGS,
-        kernel_cap_flags: KernelCapFlags::ALLOW_USER_UNREG,
+        kernel_cap_flags: KernelCapFlags::ALLOW_USER_UNREG | KernelCapFlags::ON_DEMAND_PAGING,
         max_send_sge: MAX_SGE,
         max_recv_sge: MAX_SGE,
         max_sge_rd: 32,
@@ -154,9 +162,27 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
         max_fast_reg_page_list_len: MAX_FMR_PAGE_LIST_LEN,
         max_pkeys: 64,
         local_ca_ack_delay: 15,
+        odp_caps: ODP_CAPS,
         ..DeviceAttr::default()
     }
 }
+
+/// What on-demand memory serves, as the C driver's `odp_caps`: explicit
+/// regions (not implicit ones), for every RC operation and for UD SEND
+/// and receive; UC none.
+pub(crate) const ODP_CAPS: OdpCaps = OdpCaps {
+    general: odp_support::SUPPORT,
+    rc: odp_support::SEND
+        | odp_support::RECV
+        | odp_support::WRITE
+        | odp_support::READ
+        | odp_support::ATOMIC
+        | odp_support::SRQ_RECV
+        | odp_support::FLUSH
+        | odp_support::ATOMIC_WRITE,
+    uc: 0,
+    ud: odp_support::SEND | odp_support::RECV | odp_support::SRQ_RECV,
+};
 
 /// The port's capability mask until `modify_port` changes it, as the C
 /// driver's (`RXE_PORT_PORT_CAP_FLAGS`).

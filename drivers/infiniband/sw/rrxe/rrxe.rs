@@ -56,6 +56,7 @@ mod mtu;
 mod mw;
 mod net;
 mod ns;
+mod odp;
 mod param;
 mod pool;
 mod qp;

@@ -69,7 +69,11 @@ use super::{
         qp_counts,
         Counter, //
     },
-    mem,
+    mem::{
+        self,
+        MemError, //
+    },
+    odp,
     qp::{
         State,
         MAX_WQES_PER_RUN, //
@@ -279,6 +283,7 @@ fn send_datagram(
     let Some((bth, ext)) = datagram_headers(qp, st, w, kind) else {
         return false;
     };
+    let mut fault = None;
     let built = tx.build_datagram(
         qp.qp_num(),
         w.remote_qpn,
@@ -296,9 +301,21 @@ fn send_datagram(
                 0,
                 buf,
             )
-            .map_err(|_| EFAULT)
+            .map_err(|e| {
+                if let MemError::Fault(f) = e {
+                    fault = Some(f);
+                }
+                EFAULT
+            })
         },
     );
+    // On-demand memory not mapped: the WQE waits for the QP's kick once
+    // it is faulted in ([`super::odp`]).
+    if let (Err(_), Some(f)) = (&built, fault) {
+        if odp::request(qp, &mut st.odp, f) {
+            return false;
+        }
+    }
     match built {
         Ok(skb) => {
             qp.txq.push_back(skb);
@@ -316,7 +333,9 @@ fn send_datagram(
 }
 
 /// The next receive WQE, from the QP or its SRQ, into the receive
-/// snapshot; `None` when none is posted (the datagram is dropped).
+/// snapshot; `None` when none is posted (the datagram is dropped). One of
+/// the QP's own receive queue stays there until [`consume_ud_recv`]: a
+/// datagram for on-demand memory not mapped yet leaves it for the next.
 fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<()> {
     match &mut st.rq {
         Some(rq) => {
@@ -324,7 +343,6 @@ fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<()> {
             if rq.geo.is_empty(rq.producer(), c) || rq.read_slot(c, &mut st.rq_snap).is_err() {
                 return None;
             }
-            rq.advance();
         }
         None => {
             if !RrxeSrq::take(qp.srq()?, &mut st.rq_snap) {
@@ -333,6 +351,13 @@ fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// Consumes the receive WQE [`take_ud_recv`] read from the QP's own queue.
+fn consume_ud_recv(st: &mut State) {
+    if let Some(rq) = &mut st.rq {
+        rq.advance();
+    }
 }
 
 /// Responder: a UD SEND arrived. `ip` is the packet's IP header,
@@ -367,6 +392,7 @@ pub(crate) fn on_request(
         return;
     }
     let Ok(r) = RecvWqe::parse(&st.rq_snap) else {
+        consume_ud_recv(st);
         let wr_id = st
             .rq_snap
             .first_chunk::<8>()
@@ -392,6 +418,17 @@ pub(crate) fn on_request(
     let payload = pkt.payload();
     let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh)
         .and_then(|()| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload));
+    // On-demand memory not mapped yet: the datagram is lost (UD is
+    // unreliable), its pages are faulted in, and a WQE of the QP's own
+    // queue waits for the next one. One taken from an SRQ cannot go back:
+    // it completes in error.
+    if let Err(MemError::Fault(f)) = placed {
+        if odp::request(qp, &mut st.odp, f) && st.rq.is_some() {
+            qp_counts(qp).inc(Counter::RcvdDropOther);
+            return;
+        }
+    }
+    consume_ud_recv(st);
     let mut w = wc(qp, r.wr_id, WcStatus::Success, wc_op::RECV, 0);
     match placed {
         Ok(()) => {

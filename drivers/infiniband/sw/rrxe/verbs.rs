@@ -425,6 +425,10 @@ impl Driver for Rrxe {
         RrxeQp::kick(qp);
     }
 
+    fn qp_sleepable(qp: &Qp<Self>) {
+        super::odp::run(qp);
+    }
+
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
         RrxeQp::post_recv(qp, wr)
     }

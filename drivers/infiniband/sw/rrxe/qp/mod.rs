@@ -135,6 +135,8 @@ pub(crate) struct State {
     pub(crate) resp: Resp,
     /// Kicks asked for to resolve the route of the head UD WQE's AH.
     pub(crate) ud_route_tries: u8,
+    /// On-demand memory the QP waits for ([`super::odp`]).
+    pub(crate) odp: super::odp::OdpState,
 }
 
 /// State of a queue pair.
@@ -368,6 +370,7 @@ impl RrxeQp {
                     req: Req::default(),
                     resp: Resp::default(),
                     ud_route_tries: 0,
+                    odp: Default::default(),
                 },
                 "RrxeQp::state"
             ),

@@ -42,7 +42,11 @@ use crate::rrxe::{
         qp_counts,
         Counter, //
     },
-    mem,
+    mem::{
+        self,
+        MemError, //
+    },
+    odp,
     qp::State,
     verbs::Rrxe, //
 };
@@ -300,6 +304,14 @@ fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[
         offset,
         data,
     ) {
+        // On-demand memory not mapped (the requester checked it before the
+        // request, a page went since): the response is dropped, and the
+        // retransmission asks again once it is faulted in.
+        if let MemError::Fault(f) = e {
+            if odp::request(qp, &mut st.odp, f) {
+                return false;
+            }
+        }
         fail_head(qp, st, e.local_status());
         return false;
     }

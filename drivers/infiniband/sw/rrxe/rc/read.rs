@@ -43,9 +43,11 @@ use crate::rrxe::{
     },
     mem::{
         self,
+        MemError,
         Need,
         Via, //
     },
+    odp,
     qp::State,
     verbs::Rrxe, //
 };
@@ -124,7 +126,7 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
     let pd_id = qp.pd_id();
     let pmtu = r.mtu;
     let dest_qpn = st.attr.dest_qp_num();
-    let State { tx, resp, .. } = &mut *st;
+    let State { tx, resp, odp, .. } = &mut *st;
     let Some(tx) = tx.as_ref() else {
         qp_counts(qp).inc(Counter::SendErr);
         resp.read = None;
@@ -158,12 +160,27 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
         let va = r.va.wrapping_add(u64::from(seg.offset));
         let rkey = r.rkey;
         let via = Via::Rkey(qp.uid);
+        let mut fault = None;
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::read(dev, pd_id, rkey, via, Need::RemoteRead, va, buf).map_err(|_| EFAULT)
+            mem::read(dev, pd_id, rkey, via, Need::RemoteRead, va, buf).map_err(|e| {
+                if let MemError::Fault(f) = e {
+                    fault = Some(f);
+                }
+                EFAULT
+            })
         });
         match built {
             Ok(skb) => qp.txq.push_back(skb),
             Err(_) => {
+                if let Some(f) = fault {
+                    // A page went since the request was checked: the
+                    // stream waits for it (the QP is kicked after).
+                    resp.read = Some(r);
+                    if odp::request(qp, odp, f) {
+                        return;
+                    }
+                    resp.read = None;
+                }
                 qp_counts(qp).inc(Counter::SendErr);
                 break;
             }

@@ -54,7 +54,11 @@ use crate::{
 use kernel::prelude::*;
 
 use crate::rrxe::{
-    mem,
+    mem::{
+        self,
+        MemError, //
+    },
+    odp,
     qp::State,
     verbs::Rrxe, //
 };
@@ -89,6 +93,9 @@ fn send_read_request(
     index: u32,
     count: u32,
 ) -> bool {
+    if !local_buffer_ready(qp, st, w, w.length) {
+        return false;
+    }
     let mtu = mtu.bytes();
     let done = index.saturating_mul(mtu).min(w.length);
     let ext = ExtHeaders {
@@ -108,6 +115,20 @@ fn send_read_request(
         count.saturating_sub(index).max(1),
         &[],
     )
+}
+
+/// Whether the local buffer of the READ or atomic WQE `w` (`len` bytes)
+/// can take the response: on-demand memory that is not mapped is faulted
+/// in first, and the requester waits for the QP's kick (`false`), so that
+/// the response is not dropped for want of a page ([`super::super::odp`]).
+fn local_buffer_ready(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, len: u32) -> bool {
+    let (dev, pd_id) = (qp.device(), qp.pd_id());
+    match mem::probe_send_sges(dev, pd_id, &st.sq_snap, w.num_sge, len as usize) {
+        // When it cannot be faulted in, the response's placement fails and
+        // completes the WQE in error.
+        Err(MemError::Fault(f)) => !odp::request(qp, &mut st.odp, f),
+        _ => true,
+    }
 }
 
 /// Queues the one request packet of the WQE at `req.next` (a READ request,
@@ -163,6 +184,9 @@ fn queue_request(
 /// Queues the atomic request of the WQE at `req.next` (CmpSwap or
 /// FetchAdd, IBTA Vol 1 §9.4.5); `false` if it could not be built.
 fn send_atomic_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
+    if !local_buffer_ready(qp, st, w, 8) {
+        return false;
+    }
     let (opcode, atmeth) = if w.opcode == wr::IB_WR_ATOMIC_CMP_AND_SWP {
         (
             Opcode::RC_COMPARE_SWAP,
@@ -558,6 +582,14 @@ fn send_message_packet(
     let skb = match built {
         Ok(skb) => skb,
         Err(_) => {
+            // On-demand memory not mapped: the requester waits for the
+            // QP's kick once it is faulted in.
+            if let Some(MemError::Fault(f)) = gather_err {
+                if odp::request(qp, &mut st.odp, f) {
+                    return false;
+                }
+                gather_err = Some(MemError::Range);
+            }
             if let Some(e) = gather_err {
                 if cur.idx == st.sq.consumer() && cur.index == 0 {
                     fail_head(qp, st, e.local_status());

@@ -67,6 +67,10 @@ use crate::rrxe::{
         Via, //
     },
     mr::access,
+    odp::{
+        self,
+        OdpFault, //
+    },
     qp::State,
     srq::RrxeSrq,
     verbs::Rrxe, //
@@ -383,6 +387,32 @@ pub(super) enum Refusal {
     /// Memory the request names may not be accessed
     /// ([`access_violation`]); `bool`: it carries immediate data.
     Access(bool),
+    /// On-demand memory is not mapped: an RNR NAK while it is faulted in
+    /// ([`odp::request`]); the refusal [`Unmapped`] names when it cannot
+    /// be.
+    Fault(OdpFault, Unmapped),
+}
+
+/// How a request is refused whose on-demand memory cannot be faulted in:
+/// as any access to memory the receiver cannot use.
+#[derive(Clone, Copy)]
+pub(super) enum Unmapped {
+    /// [`Refusal::Access`].
+    Access(bool),
+    /// A receive WQE's buffer: a remote operational error, and the WQE
+    /// completes with a local protection error.
+    Receive,
+}
+
+impl Refusal {
+    /// The refusal of a request whose memory access failed with `e`:
+    /// `otherwise` unless on-demand memory needs a fault.
+    pub(super) fn of_mem(e: MemError, otherwise: Refusal, unmapped: Unmapped) -> Refusal {
+        match e {
+            MemError::Fault(f) => Refusal::Fault(f, unmapped),
+            _ => otherwise,
+        }
+    }
 }
 
 /// An invalid request (class C, IBTA Vol 1 §9.9.2.2).
@@ -440,6 +470,19 @@ fn refuse(qp: &Qp<Rrxe>, st: &mut State, r: Refusal, psn: Psn) {
         }
         Refusal::Check(code, immediate) => check_fail(qp, st, code, immediate, psn),
         Refusal::Access(immediate) => access_violation(qp, st, immediate, psn),
+        Refusal::Fault(f, unmapped) => {
+            let then = if odp::request(qp, &mut st.odp, f) {
+                Refusal::NotReady
+            } else {
+                match unmapped {
+                    Unmapped::Access(immediate) => Refusal::Access(immediate),
+                    Unmapped::Receive => {
+                        Refusal::Nak(NakCode::RemoteOperationalError, Some(WcStatus::LocProtErr))
+                    }
+                }
+            };
+            refuse(qp, st, then, psn);
+        }
     }
 }
 
@@ -607,7 +650,11 @@ pub(super) fn execute_send(
                 MemError::Length => NakCode::InvalidRequest,
                 _ => NakCode::RemoteOperationalError,
             };
-            Refusal::Nak(code, Some(e.local_status()))
+            Refusal::of_mem(
+                e,
+                Refusal::Nak(code, Some(e.local_status())),
+                Unmapped::Receive,
+            )
         })?;
     let placed = placed.unwrap_or(0);
     if let Some(rr) = &mut st.resp.recv {
@@ -663,7 +710,10 @@ pub(super) fn execute_write(
         st.resp.write_va,
         rq.payload,
     )
-    .map_err(|_| Refusal::Access(rq.immediate))?;
+    .map_err(|e| {
+        let access = Refusal::Access(rq.immediate);
+        Refusal::of_mem(e, access, Unmapped::Access(rq.immediate))
+    })?;
     st.resp.write_va = st.resp.write_va.wrapping_add(u64::from(rq.plen));
     st.resp.write_resid -= rq.plen;
     if rq.last && rq.immediate {
@@ -682,6 +732,12 @@ fn execute_read(qp: &Qp<Rrxe>, st: &mut State, rq: &Request<'_, '_>) -> Result<E
     if rq.qp_access & access::REMOTE_READ == 0 {
         return Err(INVALID);
     }
+    // On-demand memory is faulted in before the responses start (their
+    // stream also waits, should a page go meanwhile).
+    let (dev, pd_id, via) = (qp.device(), qp.pd_id(), Via::Rkey(qp.uid));
+    let len = reth.dma_len as usize;
+    mem::probe(dev, pd_id, reth.rkey, via, Need::RemoteRead, reth.va, len)
+        .map_err(|e| Refusal::of_mem(e, INVALID, Unmapped::Access(false)))?;
     let msn = st.resp.msn_after();
     let count = start_read(qp, st, rq.psn, &reth, msn).map_err(|c| Refusal::Check(c, false))?;
     st.resp.epsn = rq.psn.add(count);
@@ -722,6 +778,7 @@ fn execute_atomic(
     })
     .map_err(|e| match e {
         MemError::Misaligned => INVALID,
+        MemError::Fault(f) => Refusal::Fault(f, Unmapped::Access(rq.immediate)),
         _ => Refusal::Access(rq.immediate),
     })?;
     executed_once(st, rq.psn, orig);
@@ -753,6 +810,7 @@ fn execute_atomic_write(
     }
     mem::atomic_write(dev, pd_id, qp.uid, rkey, va, value).map_err(|e| match e {
         MemError::Misaligned => INVALID,
+        MemError::Fault(f) => Refusal::Fault(f, Unmapped::Access(rq.immediate)),
         _ => Refusal::Access(rq.immediate),
     })?;
     // Remembered by PSN so that a retransmission is answered, not stored

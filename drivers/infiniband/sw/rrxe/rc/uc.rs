@@ -22,6 +22,7 @@ use crate::{
 };
 
 use crate::rrxe::{
+    odp,
     qp::State,
     verbs::Rrxe, //
 };
@@ -87,6 +88,12 @@ pub(super) fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
         Ok(_) => {
             st.resp.op = next_op;
             st.resp.epsn = psn.next();
+        }
+        Err(Refusal::Fault(f, _)) => {
+            // UC has no retry: the message is lost, the memory faulted in
+            // for the next one; a receive WQE stays for it.
+            odp::request(qp, &mut st.odp, f);
+            uc_drop(st, psn);
         }
         Err(refusal) => {
             if let (Refusal::Nak(_, Some(status)), Some(r)) = (refusal, st.resp.recv) {

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#![forbid(unsafe_code)]
+
+//! On-demand paging (`IB_ACCESS_ON_DEMAND` regions, as rdma_rxe's
+//! `rxe_odp.c`): nothing is pinned at registration; a page the data path
+//! needs and finds unmapped is faulted in, then the access is retried.
+//!
+//! The C driver faults pages in where it copies, in its work-queue tasks.
+//! rrxe's data path runs in softirq or under the QP's spinlock, where
+//! `hmm_range_fault` cannot run, so the access that misses asks the QP's
+//! sleepable work ([`request`]) for the range and waits:
+//!
+//! - the responder answers the request with an RNR NAK (IBTA Vol 1
+//!   §9.7.5.2.8), as ODP hardware does, and executes it when the requester
+//!   sends it again; a READ stream in progress pauses until the work kicks
+//!   the QP; a UC message is dropped (UC has no retry);
+//! - the requester stops at the packet whose data it could not gather (or,
+//!   for a READ or an atomic, whose local buffer is not mapped) until the
+//!   work kicks the QP;
+//! - the completer drops a response it could not place; the retransmission
+//!   brings it again.
+//!
+//! A range the work cannot fault in (unmapped by the process, or
+//! read-only for a write) is remembered, and the access that asks for it
+//! again fails as an access to unregistered memory would.
+
+use crate::rdma::qp::Qp;
+
+use super::{
+    mr::Mapping,
+    verbs::Rrxe, //
+};
+
+/// Most bytes one fault asks for: the rest of a long READ or message is
+/// faulted in by the accesses that follow.
+const MAX_FAULT_LEN: u32 = 1 << 20;
+
+/// A range of an on-demand region that the data path found unmapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OdpFault {
+    /// The region's index (its key without the key byte).
+    pub(crate) mr_index: u32,
+    /// Offset from the region's first user byte.
+    pub(crate) offset: usize,
+    /// Length in bytes (at most [`MAX_FAULT_LEN`]).
+    pub(crate) len: u32,
+    /// Needed writable.
+    pub(crate) write: bool,
+}
+
+impl OdpFault {
+    /// The fault of `len` bytes from `offset` of region `mr_index`, capped.
+    pub(crate) fn new(mr_index: u32, offset: usize, len: usize, write: bool) -> Self {
+        Self {
+            mr_index,
+            offset,
+            // CAST: capped at MAX_FAULT_LEN.
+            len: len.min(MAX_FAULT_LEN as usize) as u32,
+            write,
+        }
+    }
+}
+
+/// What the QP's sleepable work has to fault in, and what it could not.
+#[derive(Default)]
+pub(crate) struct OdpState {
+    /// The next range to fault in; one at a time (an access that misses
+    /// meanwhile misses again after the retry and asks then).
+    pending: Option<OdpFault>,
+    /// The last range that could not be faulted in.
+    failed: Option<OdpFault>,
+}
+
+/// Asks for `f` to be faulted in (`odp`: the QP's [`OdpState`]): `true` if the access is to wait and be
+/// retried (the QP is kicked once the work ran), `false` if the range
+/// could not be faulted in before and the access is to fail now.
+pub(crate) fn request(qp: &Qp<Rrxe>, odp: &mut OdpState, f: OdpFault) -> bool {
+    if odp.failed.take() == Some(f) {
+        return false;
+    }
+    if odp.pending.is_none() {
+        odp.pending = Some(f);
+    }
+    qp.queue_sleepable();
+    true
+}
+
+/// The QP's sleepable work: faults the pending range in (this may sleep),
+/// then kicks the QP so that the access that waited is retried.
+pub(crate) fn run(qp: &Qp<Rrxe>) {
+    let Some(f) = qp.state.lock().odp.pending.take() else {
+        return;
+    };
+    let ok = match qp.device().lookup_mr(f.mr_index) {
+        Some(mr) => match &mr.mapping {
+            Mapping::Odp(odp) => odp.fault(f.offset, f.len as usize, f.write).is_ok(),
+            _ => false,
+        },
+        None => false,
+    };
+    if !ok {
+        qp.state.lock().odp.failed = Some(f);
+    }
+    qp.kick();
+}
