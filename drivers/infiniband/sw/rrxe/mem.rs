@@ -361,7 +361,7 @@ fn odp_error(
         OdpError::NotPresent(at) => {
             let rest = (offset + len).saturating_sub(at);
             MemError::Fault(OdpFault::new(
-                mr.index,
+                mr.lkey(),
                 at,
                 rest,
                 write && odp.is_writable(),

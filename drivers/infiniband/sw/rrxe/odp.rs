@@ -39,8 +39,10 @@ const MAX_FAULT_LEN: u32 = 1 << 20;
 /// A range of an on-demand region that the data path found unmapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OdpFault {
-    /// The region's index (its key without the key byte).
-    pub(crate) mr_index: u32,
+    /// The region's lkey: its index and key byte, so that a region
+    /// registered in its place meanwhile (the index reused) is not the
+    /// one faulted in.
+    pub(crate) lkey: u32,
     /// Offset from the region's first user byte.
     pub(crate) offset: usize,
     /// Length in bytes (at most [`MAX_FAULT_LEN`]).
@@ -50,10 +52,11 @@ pub(crate) struct OdpFault {
 }
 
 impl OdpFault {
-    /// The fault of `len` bytes from `offset` of region `mr_index`, capped.
-    pub(crate) fn new(mr_index: u32, offset: usize, len: usize, write: bool) -> Self {
+    /// The fault of `len` bytes from `offset` of the region of `lkey`,
+    /// capped.
+    pub(crate) fn new(lkey: u32, offset: usize, len: usize, write: bool) -> Self {
         Self {
-            mr_index,
+            lkey,
             offset,
             // CAST: capped at MAX_FAULT_LEN.
             len: len.min(MAX_FAULT_LEN as usize) as u32,
@@ -92,12 +95,12 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
     let Some(f) = qp.state.lock().odp.pending.take() else {
         return;
     };
-    let ok = match qp.device().lookup_mr(f.mr_index) {
-        Some(mr) => match &mr.mapping {
+    let ok = match qp.device().lookup_mr(f.lkey >> 8) {
+        Some(mr) if mr.lkey() == f.lkey => match &mr.mapping {
             Mapping::Odp(odp) => odp.fault(f.offset, f.len as usize, f.write).is_ok(),
             _ => false,
         },
-        None => false,
+        _ => false,
     };
     if !ok {
         qp.state.lock().odp.failed = Some(f);
