@@ -7,9 +7,14 @@
 # on shared memory, which keeps the data) while READs, WRITEs and atomics
 # run on it: every byte read back is the one written.  rrxe faults pages
 # in from a work item and retries the access (an RNR NAK on the responder,
-# a stalled requester): these are the paths that wait and give up.
+# a stalled requester): these are the paths that wait and give up.  Then
+# ibv_advise_mr through the uverbs method (tests/tools/advise-mr.c: the
+# guests' rdma-core has no ibv_advise_mr for rxe): prefetched pages are
+# resident in the process, PREFETCH_NO_FAULT faults none in, and bad
+# keys, ranges and advice get the C driver's errors.
 # runs: rrxe@debug rxe@fast
 # full-runs: rxe@debug
+# tools: advise-mr
 
 check "link-add" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
@@ -212,6 +217,8 @@ if final != rounds:
 PY
 }
 check "odp-pages-taken-away" pages_taken_away
+
+check "advise-mr" /rrxe/in/advise-mr "$IBDEV" "$DRIVER"
 
 check "link-delete" rdma link delete "$IBDEV"
 finish

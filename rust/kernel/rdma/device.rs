@@ -55,6 +55,7 @@ use crate::{
             MAD_SIZE, //
         },
         mr::{
+            AdviseSge,
             Mr,
             MrKeys,
             ReregArgs,
@@ -315,6 +316,21 @@ pub trait Driver: Sized + 'static {
         _args: &ReregArgs,
         _pd: &Pd<Self>,
         _udata: Option<&Udata>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Faults in, for later access, the on-demand memory `sges` name
+    /// (`ibv_advise_mr`): `advice` is one of [`crate::rdma::mr::advise`],
+    /// `flags` may ask for it to be done before the call returns
+    /// ([`crate::rdma::mr::advise::FLAG_FLUSH`]); `pd_id` is the PD the
+    /// regions must belong to. Process context: may sleep.
+    fn advise_mr(
+        _dev: &Device<Self>,
+        _pd_id: usize,
+        _advice: u32,
+        _flags: u32,
+        _sges: &[AdviseSge],
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -1268,6 +1284,11 @@ impl<T: Driver> OpsTable<T> {
             None
         },
         dereg_mr: Some(Mr::<T>::dereg_callback),
+        advise_mr: if T::HAS_ADVISE_MR {
+            Some(Mr::<T>::advise_callback)
+        } else {
+            None
+        },
         attach_mcast: if T::HAS_ATTACH_MCAST {
             Some(Qp::<T>::attach_mcast_callback)
         } else {

@@ -268,6 +268,34 @@ pub mod rereg {
     pub const ACCESS: i32 = 1 << 2;
 }
 
+/// `ibv_advise_mr` (`enum ib_uverbs_advise_mr_advice` and its flag).
+pub mod advise {
+    use crate::bindings;
+
+    /// Fault the pages in for reading.
+    pub const PREFETCH: u32 =
+        bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH;
+    /// Fault the pages in for writing.
+    pub const PREFETCH_WRITE: u32 =
+        bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+    /// Take the pages already present, without faulting any in.
+    pub const PREFETCH_NO_FAULT: u32 =
+        bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+    /// `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`: done before the call returns.
+    pub const FLAG_FLUSH: u32 = bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH;
+}
+
+/// A range `ibv_advise_mr` names (`struct ib_sge`).
+#[derive(Clone, Copy, Debug)]
+pub struct AdviseSge {
+    /// User address of the first byte.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The region's lkey.
+    pub lkey: u32,
+}
+
 /// Arguments of `rereg_user_mr`.
 ///
 /// Only the parts `flags` names are meaningful: the range with
@@ -623,6 +651,43 @@ impl<T: Driver> Mr<T> {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
+    }
+
+    /// `advise_mr` callback (`ibv_advise_mr`, the uverbs `ADVISE_MR`
+    /// method).
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` with a live PD of a device of driver `T` and
+    /// `num_sge` (at least one) SGEs at `sg_list`.
+    pub(crate) unsafe extern "C" fn advise_callback(
+        pd: *mut bindings::ib_pd,
+        advice: bindings::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut bindings::ib_sge,
+        num_sge: u32,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `pd` is a live PD of a device of driver `T` by the safety requirements.
+            let dev = unsafe { Device::<T>::from_raw((*pd).device) };
+            // SAFETY: The core passes an array of `num_sge` SGEs it copied in (at least one),
+            // valid for the call.
+            let raw = unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) };
+            let mut sges = KVec::with_capacity(raw.len(), GFP_KERNEL)?;
+            for s in raw {
+                sges.push(
+                    AdviseSge {
+                        addr: s.addr,
+                        length: s.length,
+                        lkey: s.lkey,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            T::advise_mr(dev, pd as usize, advice, flags, &sges)?;
+            Ok(0)
+        })
     }
 
     /// `rereg_user_mr` callback.

@@ -218,6 +218,12 @@ impl UmemOdp {
         self.map(offset, len, write, true)
     }
 
+    /// Enters the pages of `[offset, offset + len)` that are mapped already
+    /// in the table, faulting none in. Process context: may sleep.
+    pub fn snapshot(&self, offset: usize, len: usize) -> Result {
+        self.map(offset, len, false, false)
+    }
+
     /// `ib_umem_odp_map_dma_and_lock` of the range, then its mapped pages
     /// into the table.
     fn map(&self, offset: usize, len: usize, write: bool, fault: bool) -> Result {

@@ -25,10 +25,25 @@
 //! read-only for a write) is remembered, and the access that asks for it
 //! again fails as an access to unregistered memory would.
 
-use crate::rdma::qp::Qp;
+use crate::{
+    proto::access::range_within,
+    rdma::{
+        device::Device,
+        eopnotsupp,
+        mr::{
+            advise,
+            AdviseSge, //
+        },
+        qp::Qp, //
+    },
+};
+use kernel::prelude::*;
 
 use super::{
-    mr::Mapping,
+    mr::{
+        access,
+        Mapping, //
+    },
     verbs::Rrxe, //
 };
 
@@ -106,4 +121,56 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
         qp.state.lock().odp.failed = Some(f);
     }
     qp.kick();
+}
+
+/// `ibv_advise_mr` (as rdma_rxe's `rxe_ib_advise_mr`): faults in the
+/// on-demand memory of each SGE of PD `pd_id`, for reading or writing, or
+/// takes only the pages already present (`PREFETCH_NO_FAULT`). Each SGE
+/// must name an on-demand region of the PD with local write access
+/// (`EINVAL`); a write needs writable memory (`EPERM`). The C driver
+/// faults an asynchronous request in from a work item and drops its
+/// errors; here the call is in process context already, so it is done at
+/// once, and only a synchronous (`FLAG_FLUSH`) one reports a failed fault.
+pub(crate) fn advise(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    advice: u32,
+    flags: u32,
+    sges: &[AdviseSge],
+) -> Result {
+    let (write, fault) = match advice {
+        advise::PREFETCH => (false, true),
+        advise::PREFETCH_WRITE => (true, true),
+        advise::PREFETCH_NO_FAULT => (false, false),
+        _ => return Err(eopnotsupp()),
+    };
+    for sge in sges {
+        let mr = dev.lookup_mr(sge.lkey >> 8).ok_or(EINVAL)?;
+        if mr.lkey() != sge.lkey || mr.pd_id() != pd_id || mr.access() & access::LOCAL_WRITE == 0 {
+            return Err(EINVAL);
+        }
+        let Mapping::Odp(odp) = &mr.mapping else {
+            return Err(EINVAL);
+        };
+        if write && !odp.is_writable() {
+            return Err(EPERM);
+        }
+        let len = u64::from(sge.length);
+        if !range_within(mr.iova(), mr.length(), sge.addr, len) {
+            return Err(EFAULT);
+        }
+        let offset = usize::try_from(sge.addr - mr.iova()).map_err(|_| EFAULT)?;
+        if len == 0 {
+            continue;
+        }
+        let done = if fault {
+            odp.fault(offset, sge.length as usize, write)
+        } else {
+            odp.snapshot(offset, sge.length as usize)
+        };
+        if flags & advise::FLAG_FLUSH != 0 {
+            done?;
+        }
+    }
+    Ok(())
 }

@@ -33,6 +33,7 @@ use crate::rdma::{
         MAD_SIZE, //
     },
     mr::{
+        AdviseSge,
         Mr,
         MrKeys,
         ReregArgs,
@@ -320,6 +321,16 @@ impl Driver for Rrxe {
         _udata: Option<&Udata>,
     ) -> Result {
         RrxeMr::rereg(mr, args)
+    }
+
+    fn advise_mr(
+        dev: &Device<Self>,
+        pd_id: usize,
+        advice: u32,
+        flags: u32,
+        sges: &[AdviseSge],
+    ) -> Result {
+        super::odp::advise(dev, pd_id, advice, flags, sges)
     }
 
     fn begin_dereg_mr(mr: &Mr<Self>) -> Result {
