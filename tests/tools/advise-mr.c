@@ -83,16 +83,25 @@ static int resident(void *p)
 	return n;
 }
 
-static void *fresh(void)
+/* A region with @access over PAGES fresh pages, at *@p; its SGE in *@sge. */
+static struct ibv_mr *fresh_region(struct ibv_pd *pd, int access, void **p,
+				   struct ibv_sge *sge)
 {
-	void *p = mmap(NULL, PAGES * page, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
 
-	if (p == MAP_FAILED) {
+	*p = mmap(NULL, PAGES * page, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*p == MAP_FAILED) {
 		perror("mmap");
 		exit(1);
 	}
-	return p;
+	mr = ibv_reg_mr(pd, *p, PAGES * page, access);
+	if (!mr) {
+		perror("ibv_reg_mr");
+		exit(1);
+	}
+	*sge = (struct ibv_sge){ (uintptr_t)*p, PAGES * page, mr->lkey };
+	return mr;
 }
 
 static int expect(const char *what, int got, int want)
@@ -128,13 +137,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	p = fresh();
-	mr = ibv_reg_mr(pd, p, PAGES * page, access);
-	if (!mr) {
-		perror("ibv_reg_mr ON_DEMAND");
-		return 1;
-	}
-	sge = (struct ibv_sge){ (uintptr_t)p, PAGES * page, mr->lkey };
+	mr = fresh_region(pd, access, &p, &sge);
 	printf("fresh region: %d of %d pages resident\n", resident(p), PAGES);
 	bad |= expect("PREFETCH_NO_FAULT", advise(ctx, pd, IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
 						  IB_UVERBS_ADVISE_MR_FLAG_FLUSH, &sge), 0);
@@ -156,13 +159,7 @@ int main(int argc, char **argv)
 	ibv_dereg_mr(mr);
 	munmap(p, PAGES * page);
 
-	p = fresh();
-	mr = ibv_reg_mr(pd, p, PAGES * page, access);
-	if (!mr) {
-		perror("ibv_reg_mr ON_DEMAND");
-		return 1;
-	}
-	sge = (struct ibv_sge){ (uintptr_t)p, PAGES * page, mr->lkey };
+	mr = fresh_region(pd, access, &p, &sge);
 	bad |= expect("PREFETCH, asynchronous", advise(ctx, pd, IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH, 0, &sge), 0);
 	for (i = 0; i < 500 && (n = resident(p)) != PAGES; i++)
 		usleep(10000);
@@ -171,13 +168,7 @@ int main(int argc, char **argv)
 	munmap(p, PAGES * page);
 
 	if (argc < 3 || strcmp(argv[2], "rxe")) {
-		p = fresh();
-		pinned = ibv_reg_mr(pd, p, PAGES * page, IBV_ACCESS_LOCAL_WRITE);
-		if (!pinned) {
-			perror("ibv_reg_mr");
-			return 1;
-		}
-		sge = (struct ibv_sge){ (uintptr_t)p, PAGES * page, pinned->lkey };
+		pinned = fresh_region(pd, IBV_ACCESS_LOCAL_WRITE, &p, &sge);
 		bad |= expect("region not on demand", advise(ctx, pd, IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 							     IB_UVERBS_ADVISE_MR_FLAG_FLUSH, &sge), -EINVAL);
 		ibv_dereg_mr(pinned);

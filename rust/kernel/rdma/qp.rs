@@ -1013,14 +1013,30 @@ impl<T: Driver> Qp<T> {
     /// (interrupts disabled). Queued at most once at a time. Any context.
     /// A no-op once destruction began.
     pub fn kick(&self) {
+        // SAFETY: `kick_work` was initialised by `setup_timers`.
+        unsafe { self.queue_owning(&self.kick_work, bindings::queue_bh_work) };
+    }
+
+    /// Queues `work` with `queue` unless destruction began; while queued,
+    /// the work owns a reference to the QP, which its callback drops.
+    ///
+    /// # Safety
+    ///
+    /// `work` is a work item of `self` initialised by `setup_timers`, whose
+    /// callback drops the reference.
+    unsafe fn queue_owning(
+        &self,
+        work: &Opaque<bindings::work_struct>,
+        queue: unsafe extern "C" fn(*mut bindings::work_struct) -> bool,
+    ) {
         if self.is_dying() {
             return;
         }
         // The queued work owns a reference: destruction waits for it. The caller's `&self`
         // comes with a reference, so the count is not zero.
         self.live.get();
-        // SAFETY: `kick_work` was initialised by `setup_timers`.
-        if !unsafe { bindings::queue_bh_work(self.kick_work.get()) } {
+        // SAFETY: `work` is initialised by the safety requirements.
+        if !unsafe { queue(work.get()) } {
             // Already queued, with its own reference.
             // SAFETY: We own the reference taken above; the caller's keeps `self` alive.
             unsafe { Liveness::put(&raw const self.live) };
@@ -1032,16 +1048,8 @@ impl<T: Driver> Qp<T> {
     /// of on-demand memory. Queued at most once at a time. Any context. A
     /// no-op once destruction began.
     pub fn queue_sleepable(&self) {
-        if self.is_dying() {
-            return;
-        }
-        // As in `kick`: the queued work owns a reference.
-        self.live.get();
         // SAFETY: `sleep_work` was initialised by `setup_timers`.
-        if !unsafe { bindings::queue_unbound_work(self.sleep_work.get()) } {
-            // SAFETY: We own the reference taken above; the caller's keeps `self` alive.
-            unsafe { Liveness::put(&raw const self.live) };
-        }
+        unsafe { self.queue_owning(&self.sleep_work, bindings::queue_unbound_work) };
     }
 
     /// The QP's transmit credit: how many of its packets are in the IP

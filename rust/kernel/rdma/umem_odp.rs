@@ -20,7 +20,10 @@ use crate::{
     bindings, new_spinlock_irq,
     rdma::{
         lock::SpinLockIrq,
-        umem::PageSpan, //
+        umem::{
+            PageChunk,
+            PageSpan, //
+        },
     },
 };
 use core::ptr::NonNull;
@@ -290,44 +293,53 @@ impl UmemOdp {
         Ok(())
     }
 
+    /// Calls `f(page, chunk, done)` for each per-page piece of `[offset,
+    /// offset + len)`, `done` bytes into it, with the table's lock held,
+    /// once every page is known to be mapped (writable, if `write`).
+    fn for_each_page(
+        &self,
+        offset: usize,
+        len: usize,
+        write: bool,
+        mut f: impl FnMut(*mut bindings::page, &PageChunk, usize) -> Result<(), OdpError>,
+    ) -> Result<(), OdpError> {
+        let pages = self.table.pages.lock();
+        self.check(&pages, offset, len, write)?;
+        let span = PageSpan::new(self.first, offset, len, self.len).map_err(|_| OdpError::Range)?;
+        let mut done = 0;
+        for c in span {
+            let page = (pages.get(c.page).copied().unwrap_or(0) & !WRITABLE) as *mut bindings::page;
+            f(page, &c, done)?;
+            done += c.len;
+        }
+        Ok(())
+    }
+
     /// Copies `src` into the range at byte `offset` from its first user
     /// byte, if every page it touches is mapped writable. Any context,
     /// including softirq.
     pub fn copy_to(&self, offset: usize, src: &[u8]) -> Result<(), OdpError> {
-        let pages = self.table.pages.lock();
-        self.check(&pages, offset, src.len(), true)?;
-        let span =
-            PageSpan::new(self.first, offset, src.len(), self.len).map_err(|_| OdpError::Range)?;
-        let mut done = 0;
-        for c in span {
-            let page = (pages.get(c.page).copied().unwrap_or(0) & !WRITABLE) as *mut bindings::page;
+        self.for_each_page(offset, src.len(), true, |page, c, done| {
             let from = src.get(done..done + c.len).ok_or(OdpError::Range)?;
-            // SAFETY: `page` is non-NULL (checked above) and mapped for the umem while its entry
-            // is in the table, which cannot change while we hold its lock (type invariant);
-            // `c.offset + c.len <= PAGE_SIZE`; `from` holds `c.len` bytes.
+            // SAFETY: `page` is non-NULL (`check` found every entry set) and mapped for the umem
+            // while its entry is in the table, which cannot change while `for_each_page` holds
+            // its lock (type invariant); `c.offset + c.len <= PAGE_SIZE`; `from` holds `c.len`
+            // bytes.
             unsafe { bindings::memcpy_to_page(page, c.offset, from.as_ptr(), c.len) };
-            done += c.len;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Copies from the range at byte `offset` from its first user byte into
     /// `dst`, if every page it touches is mapped; the same rules as
     /// [`UmemOdp::copy_to`].
     pub fn copy_from(&self, offset: usize, dst: &mut [u8]) -> Result<(), OdpError> {
-        let pages = self.table.pages.lock();
-        self.check(&pages, offset, dst.len(), false)?;
-        let span =
-            PageSpan::new(self.first, offset, dst.len(), self.len).map_err(|_| OdpError::Range)?;
-        let mut done = 0;
-        for c in span {
-            let page = (pages.get(c.page).copied().unwrap_or(0) & !WRITABLE) as *mut bindings::page;
+        self.for_each_page(offset, dst.len(), false, |page, c, done| {
             let to = dst.get_mut(done..done + c.len).ok_or(OdpError::Range)?;
             // SAFETY: As in `copy_to`; `to` has room for `c.len` bytes.
             unsafe { bindings::memcpy_from_page(to.as_mut_ptr(), page, c.offset, c.len) };
-            done += c.len;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
