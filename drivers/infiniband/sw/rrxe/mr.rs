@@ -30,8 +30,7 @@ use crate::{
         },
         pd::Pd,
         udata::Udata,
-        umem::Umem,
-        umem_odp::UmemOdp, //
+        umem::Umem, //
     },
 };
 use kernel::{
@@ -43,6 +42,7 @@ use kernel::{
 };
 
 use super::{
+    odp::OdpRegion,
     param,
     verbs::Rrxe, //
 };
@@ -89,7 +89,7 @@ pub(crate) enum Mapping {
     /// Pinned user pages, translated by the requester and responder.
     User(Umem),
     /// User memory mapped on demand ([`super::odp`]).
-    Odp(UmemOdp),
+    Odp(OdpRegion),
     /// The pages a kernel consumer mapped, while it keeps them registered.
     Fast(Pin<KBox<SpinLockIrq<FastState>>>),
 }
@@ -183,7 +183,11 @@ impl RrxeMr {
             if args.access & access::FLUSH_PERSISTENT != 0 {
                 return Err(EINVAL);
             }
-            Mapping::Odp(pd.umem_odp_get(args.start, args.length, args.access)?)
+            Mapping::Odp(OdpRegion::new(pd.umem_odp_get(
+                args.start,
+                args.length,
+                args.access,
+            )?))
         } else {
             let umem = pd.umem_get(args.start, args.length, args.access)?;
             // As the C driver: persistence is promised only for persistent

@@ -34,10 +34,18 @@ use crate::{
             advise,
             AdviseSge, //
         },
-        qp::Qp, //
+        qp::Qp,
+        umem_odp::UmemOdp, //
     },
 };
-use kernel::prelude::*;
+use core::ops::Deref;
+use kernel::{
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
+};
 
 use super::{
     mr::{
@@ -46,6 +54,42 @@ use super::{
     },
     verbs::Rrxe, //
 };
+
+/// On-demand regions registered, on every device: while there are none,
+/// the requester does not look up the local buffer of each READ and
+/// atomic ([`any_regions`]).
+static REGIONS: Atomic<u32> = Atomic::new(0);
+
+/// Whether any on-demand region exists (a hint: one registered meanwhile
+/// is caught by the access itself, which then drops or stalls once).
+pub(crate) fn any_regions() -> bool {
+    REGIONS.load(Relaxed) != 0
+}
+
+/// The on-demand memory of a region, counted in [`REGIONS`] while it
+/// exists.
+pub(crate) struct OdpRegion(UmemOdp);
+
+impl OdpRegion {
+    pub(crate) fn new(umem: UmemOdp) -> Self {
+        REGIONS.fetch_add(1, Relaxed);
+        Self(umem)
+    }
+}
+
+impl Deref for OdpRegion {
+    type Target = UmemOdp;
+
+    fn deref(&self) -> &UmemOdp {
+        &self.0
+    }
+}
+
+impl Drop for OdpRegion {
+    fn drop(&mut self) {
+        REGIONS.fetch_sub(1, Relaxed);
+    }
+}
 
 /// Most bytes one fault asks for: the rest of a long READ or message is
 /// faulted in by the accesses that follow.

@@ -122,6 +122,9 @@ fn send_read_request(
 /// in first, and the requester waits for the QP's kick (`false`), so that
 /// the response is not dropped for want of a page ([`super::super::odp`]).
 fn local_buffer_ready(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, len: u32) -> bool {
+    if !odp::any_regions() {
+        return true;
+    }
     let (dev, pd_id) = (qp.device(), qp.pd_id());
     match mem::probe_send_sges(dev, pd_id, &st.sq_snap, w.num_sge, len as usize) {
         // When it cannot be faulted in, the response's placement fails and
