@@ -803,9 +803,20 @@ int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 offset, u64 len,
 					    fault);
 }
 
+void rrxe_helper_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
+}
+
 void rrxe_helper_odp_unlock(struct ib_umem_odp *odp)
 {
 	mutex_unlock(&odp->umem_mutex);
+}
+
+/* A page the device wrote, leaving the driver's table (process context). */
+void rrxe_helper_odp_set_page_dirty(struct page *page)
+{
+	folio_mark_dirty(page_folio(page));
 }
 
 /*

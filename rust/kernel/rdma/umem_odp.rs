@@ -40,6 +40,16 @@ use kernel::{
 /// A table entry's bit for a page mapped writable; `struct page` pointers
 /// are at least word aligned.
 const WRITABLE: usize = 1;
+/// A table entry's bit for a page the device wrote: it is marked dirty
+/// when it leaves the table (`set_page_dirty`, as the core does for pages
+/// a device wrote through DMA), or reclaim could drop what was written.
+/// Not at the write itself: that runs in softirq, and marking a file page
+/// dirty takes locks that may not be taken there.
+const WRITTEN: usize = 2;
+/// The bits of an entry that are not the page pointer.
+const FLAGS: usize = WRITABLE | WRITTEN;
+/// Most table entries handled with the table's lock held (interrupts off).
+const STEP: usize = 512;
 
 /// Why on-demand memory could not be accessed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,15 +131,50 @@ unsafe extern "C" fn invalidate_callback(
         // SAFETY: A non-NULL `private` is the table of the live `UmemOdp` owning the umem
         // (type invariant); `umem_mutex` is held, so it is not being set.
         let table = unsafe { &*private.cast::<PageTable>() };
-        let mut pages = table.pages.lock();
-        let end = end.min(pages.len());
-        if let Some(range) = pages.get_mut(first.min(end)..end) {
-            range.fill(0);
-        }
+        // The pages are still mapped until the callback returns.
+        table.forget(first, end);
     }
     // SAFETY: `odp` is the umem `odp_invalidate_begin` locked; `range` is valid.
     unsafe { bindings::odp_invalidate_end(odp, range) };
     true
+}
+
+impl PageTable {
+    /// Removes the entries `[first, end)` from the table, a step at a time,
+    /// and marks the pages written through them dirty, outside the lock.
+    /// Called with `umem_mutex` held (no entry is added meanwhile) while
+    /// the pages are still mapped (an invalidation that has not returned,
+    /// or a release).
+    fn forget(&self, first: usize, end: usize) {
+        let mut index = first;
+        loop {
+            let mut dirty = [0usize; 32];
+            let mut n = 0;
+            {
+                let mut pages = self.pages.lock();
+                let end = end.min(pages.len());
+                let stop = end.min(index.saturating_add(STEP));
+                while index < stop && n < dirty.len() {
+                    if let Some(e) = pages.get_mut(index) {
+                        if *e & WRITTEN != 0 {
+                            dirty[n] = *e & !FLAGS;
+                            n += 1;
+                        }
+                        *e = 0;
+                    }
+                    index += 1;
+                }
+                if index >= end && n == 0 {
+                    return;
+                }
+            }
+            for &p in &dirty[..n] {
+                // SAFETY: The page was in the table, so it is mapped for the umem, and stays so
+                // until the caller returns (see above).
+                unsafe { bindings::odp_set_page_dirty(p as *mut bindings::page) };
+            }
+        }
+    }
 }
 
 impl UmemOdp {
@@ -158,7 +203,9 @@ impl UmemOdp {
         };
         // SAFETY: The umem is valid.
         let n = unsafe { bindings::odp_page_count(odp) };
-        let mut pages = KVVec::with_capacity(n, GFP_KERNEL).map_err(|e| release(e.into()))?;
+        // Charged to the process's memory cgroup, as its pages would be.
+        let mut pages =
+            KVVec::with_capacity(n, GFP_KERNEL_ACCOUNT).map_err(|e| release(e.into()))?;
         pages
             .resize(n, 0, GFP_KERNEL)
             .map_err(|e| release(e.into()))?;
@@ -184,8 +231,13 @@ impl UmemOdp {
         let private: *const PageTable = &*this.table;
         // SAFETY: The umem is valid; the table is pinned and outlives the umem's release.
         unsafe { bindings::odp_set_private(odp, private.cast_mut().cast()) };
-        if this.len > 0 {
-            this.map(0, this.len, false, false)?;
+        // The pages already mapped, a bounded step at a time (the core
+        // counts pages in an `int`).
+        let mut at = 0;
+        while at < this.len {
+            let n = (this.len - at).min(1 << 30);
+            this.map(at, n, false, false)?;
+            at += n;
         }
         Ok(this)
     }
@@ -240,12 +292,16 @@ impl UmemOdp {
         // SAFETY: The umem is valid; the range is inside it (checked above).
         let ret = unsafe { bindings::odp_map_and_lock(odp, off, n, write, fault) };
         kernel::error::to_result(ret)?;
-        // `umem_mutex` is held from here: the core's page list is stable.
+        // `umem_mutex` is held from here: the core's page list is stable,
+        // and no invalidation runs, so the table's lock may be dropped
+        // between steps.
         let first_page = (self.first + offset) / PAGE_SIZE;
         let last_page = (self.first + end - 1) / PAGE_SIZE;
-        {
+        let mut index = first_page;
+        while index <= last_page {
             let mut pages = self.table.pages.lock();
-            for index in first_page..=last_page {
+            let stop = last_page.min(index + STEP - 1);
+            while index <= stop {
                 let mut writable = false;
                 // SAFETY: `umem_mutex` is held after a successful map; `index` is below the
                 // umem's page count (the range is inside the umem).
@@ -254,9 +310,16 @@ impl UmemOdp {
                     *e = if page.is_null() {
                         0
                     } else {
-                        page as usize | if writable { WRITABLE } else { 0 }
+                        // A page mapped again keeps its mark of being written.
+                        let written = if *e & !FLAGS == page as usize {
+                            *e & WRITTEN
+                        } else {
+                            0
+                        };
+                        page as usize | written | if writable { WRITABLE } else { 0 }
                     };
                 }
+                index += 1;
             }
         }
         // SAFETY: `odp_map_and_lock` succeeded, so we hold `umem_mutex`.
@@ -303,13 +366,16 @@ impl UmemOdp {
         write: bool,
         mut f: impl FnMut(*mut bindings::page, &PageChunk, usize) -> Result<(), OdpError>,
     ) -> Result<(), OdpError> {
-        let pages = self.table.pages.lock();
+        let mut pages = self.table.pages.lock();
         self.check(&pages, offset, len, write)?;
         let span = PageSpan::new(self.first, offset, len, self.len).map_err(|_| OdpError::Range)?;
         let mut done = 0;
         for c in span {
-            let page = (pages.get(c.page).copied().unwrap_or(0) & !WRITABLE) as *mut bindings::page;
-            f(page, &c, done)?;
+            let e = pages.get_mut(c.page).ok_or(OdpError::Range)?;
+            if write {
+                *e |= WRITTEN;
+            }
+            f((*e & !FLAGS) as *mut bindings::page, &c, done)?;
             done += c.len;
         }
         Ok(())
@@ -345,9 +411,17 @@ impl UmemOdp {
 
 impl Drop for UmemOdp {
     fn drop(&mut self) {
+        let odp = self.ptr.as_ptr();
+        // The pages left in the table are mapped (an invalidation would have taken them out);
+        // those written are marked dirty before the umem goes.
+        // SAFETY: The umem is valid; the lock is released below.
+        unsafe { bindings::odp_lock(odp) };
+        self.table.forget(0, usize::MAX);
+        // SAFETY: We took `umem_mutex` above.
+        unsafe { bindings::odp_unlock(odp) };
         // SAFETY: We own the umem by the type invariant. Releasing it removes the notifier
         // and waits for a running invalidation, so the table (dropped after this) is no
         // longer reachable from the callback.
-        unsafe { bindings::ib_umem_odp_release(self.ptr.as_ptr()) };
+        unsafe { bindings::ib_umem_odp_release(odp) };
     }
 }

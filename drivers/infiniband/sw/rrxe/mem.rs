@@ -417,16 +417,33 @@ pub(crate) fn probe_send_sges(
     num_sge: u32,
     len: usize,
 ) -> Result<(), MemError> {
-    let r = walk(
-        num_sge,
-        |i| send_sge(slot, i).ok(),
-        0,
-        len,
-        |sge, off, _, n| {
-            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            probe(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, n)
-        },
-    );
+    probe_sges(dev, pd_id, |i| send_sge(slot, i).ok(), num_sge, len)
+}
+
+/// [`probe`] of the buffer a receive WQE's SGEs name for `len` bytes.
+pub(crate) fn probe_recv_sges(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    slot: &[u8],
+    num_sge: u32,
+    len: usize,
+) -> Result<(), MemError> {
+    probe_sges(dev, pd_id, |i| recv_sge(slot, i).ok(), num_sge, len)
+}
+
+/// [`probe`] of the first `len` bytes the SGE list `sge_at` names,
+/// writable.
+fn probe_sges(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    sge_at: impl Fn(u32) -> Option<Sge>,
+    num_sge: u32,
+    len: usize,
+) -> Result<(), MemError> {
+    let r = walk(num_sge, sge_at, 0, len, |sge, off, _, n| {
+        let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+        probe(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, n)
+    });
     match r {
         Err(MemError::Fault(f)) => Err(MemError::Fault(f)),
         _ => Ok(()),

@@ -345,10 +345,12 @@ impl RrxeMr {
         if let Mapping::User(umem) = &mr.mapping {
             umem.check_rereg(args.flags, args.access)?;
         }
-        // On-demand paging is chosen at registration: it cannot be turned
-        // on or off here.
+        // On-demand paging is chosen at registration: pinned memory cannot
+        // become on-demand here (an on-demand region stays one, with or
+        // without the flag, as in the C driver).
         let odp = matches!(mr.mapping, Mapping::Odp(_));
-        if args.access & !access::SUPPORTED_MR != 0 || (args.access & access::ON_DEMAND != 0) != odp
+        if args.access & !access::SUPPORTED_MR != 0
+            || (args.access & access::ON_DEMAND != 0 && !odp)
         {
             return Err(eopnotsupp());
         }

@@ -91,9 +91,12 @@ impl Drop for OdpRegion {
     }
 }
 
-/// Most bytes one fault asks for: the rest of a long READ or message is
-/// faulted in by the accesses that follow.
-const MAX_FAULT_LEN: u32 = 1 << 20;
+/// Most bytes the work faults in at once; it goes on in steps of this
+/// size to the end of the range, sleeping between them if it must.
+const FAULT_STEP: usize = 1 << 20;
+
+/// Most bytes one fault names: a message's (2 GiB) or a READ's.
+const MAX_FAULT_LEN: usize = 1 << 31;
 
 /// A range of an on-demand region that the data path found unmapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,22 +108,40 @@ pub(crate) struct OdpFault {
     /// Offset from the region's first user byte.
     pub(crate) offset: usize,
     /// Length in bytes (at most [`MAX_FAULT_LEN`]).
-    pub(crate) len: u32,
+    pub(crate) len: usize,
     /// Needed writable.
     pub(crate) write: bool,
 }
 
 impl OdpFault {
-    /// The fault of `len` bytes from `offset` of the region of `lkey`,
-    /// capped.
+    /// The fault of `len` bytes from `offset` of the region of `lkey`.
     pub(crate) fn new(lkey: u32, offset: usize, len: usize, write: bool) -> Self {
         Self {
             lkey,
             offset,
-            // CAST: capped at MAX_FAULT_LEN.
-            len: len.min(MAX_FAULT_LEN as usize) as u32,
+            len: len.min(MAX_FAULT_LEN),
             write,
         }
+    }
+
+    /// The same fault, `more` bytes longer: the rest of the message the
+    /// access belongs to, so that the requester is turned away once per
+    /// message, not once per packet (its RNR retries are counted).
+    pub(crate) fn and_more(self, more: usize) -> Self {
+        Self {
+            len: self.len.saturating_add(more).min(MAX_FAULT_LEN),
+            ..self
+        }
+    }
+
+    /// Whether an access asking for `f` would touch what `self` (a range
+    /// that could not be faulted in) names: the same region and access,
+    /// starting inside it.
+    fn covers(&self, f: &OdpFault) -> bool {
+        self.lkey == f.lkey
+            && self.write == f.write
+            && f.offset >= self.offset
+            && f.offset - self.offset < self.len.max(1)
     }
 }
 
@@ -130,15 +151,26 @@ pub(crate) struct OdpState {
     /// The next range to fault in; one at a time (an access that misses
     /// meanwhile misses again after the retry and asks then).
     pending: Option<OdpFault>,
-    /// The last range that could not be faulted in.
+    /// The last range that could not be faulted in: the access that asks
+    /// for it again fails (once: the one after that tries again, as the
+    /// process may have mapped the memory meanwhile).
     failed: Option<OdpFault>,
 }
 
-/// Asks for `f` to be faulted in (`odp`: the QP's [`OdpState`]): `true` if the access is to wait and be
-/// retried (the QP is kicked once the work ran), `false` if the range
-/// could not be faulted in before and the access is to fail now.
+impl OdpState {
+    /// Forgets what the QP waited for (it is reset).
+    pub(crate) fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+/// Asks for `f` to be faulted in (`odp`: the QP's [`OdpState`]): `true` if
+/// the access is to wait and be retried (the QP is kicked once the work
+/// ran), `false` if the range could not be faulted in and the access is to
+/// fail now.
 pub(crate) fn request(qp: &Qp<Rrxe>, odp: &mut OdpState, f: OdpFault) -> bool {
-    if odp.failed.take() == Some(f) {
+    if odp.failed.is_some_and(|failed| failed.covers(&f)) {
+        odp.failed = None;
         return false;
     }
     if odp.pending.is_none() {
@@ -149,14 +181,15 @@ pub(crate) fn request(qp: &Qp<Rrxe>, odp: &mut OdpState, f: OdpFault) -> bool {
 }
 
 /// The QP's sleepable work: faults the pending range in (this may sleep),
-/// then kicks the QP so that the access that waited is retried.
+/// step by step, then kicks the QP so that the access that waited is
+/// retried.
 pub(crate) fn run(qp: &Qp<Rrxe>) {
     let Some(f) = qp.state.lock().odp.pending.take() else {
         return;
     };
     let ok = match qp.device().lookup_mr(f.lkey >> 8) {
-        Some(mr) if mr.lkey() == f.lkey => match &mr.mapping {
-            Mapping::Odp(odp) => odp.fault(f.offset, f.len as usize, f.write).is_ok(),
+        Some(mr) if mr.lkey() == f.lkey && mr.pd_id() == qp.pd_id() => match &mr.mapping {
+            Mapping::Odp(odp) => fault_range(odp, f),
             _ => false,
         },
         _ => false,
@@ -165,6 +198,21 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
         qp.state.lock().odp.failed = Some(f);
     }
     qp.kick();
+}
+
+/// Faults `f` in, at most [`FAULT_STEP`] bytes at a time, up to the end of
+/// the region.
+fn fault_range(odp: &UmemOdp, f: OdpFault) -> bool {
+    let end = f.offset.saturating_add(f.len).min(odp.len());
+    let mut at = f.offset;
+    while at < end {
+        let n = (end - at).min(FAULT_STEP);
+        if odp.fault(at, n, f.write).is_err() {
+            return false;
+        }
+        at += n;
+    }
+    true
 }
 
 /// `ibv_advise_mr` (as rdma_rxe's `rxe_ib_advise_mr`): faults in the

@@ -236,12 +236,23 @@ impl RrxeSrq {
     /// C driver): the caller, which holds its QP's lock, reports it with
     /// [`RrxeSrq::report_limit`] once it dropped the lock.
     pub(crate) fn take(srq: &Srq<Rrxe>, buf: &mut [u8]) -> bool {
+        Self::take_if(srq, buf, |_| true)
+    }
+
+    /// [`RrxeSrq::take`], if `accept` accepts the WQE read into `buf`
+    /// (else it stays first in the SRQ): a UD datagram for on-demand
+    /// memory not mapped yet leaves it for the next one.
+    pub(crate) fn take_if(
+        srq: &Srq<Rrxe>,
+        buf: &mut [u8],
+        accept: impl FnOnce(&[u8]) -> bool,
+    ) -> bool {
         let mut st = srq.state.lock();
         let c = st.rq.consumer();
         if st.rq.geo.is_empty(st.rq.producer(), c) {
             return false;
         }
-        if st.rq.read_slot(c, buf).is_err() {
+        if st.rq.read_slot(c, buf).is_err() || !accept(buf) {
             return false;
         }
         st.rq.advance();

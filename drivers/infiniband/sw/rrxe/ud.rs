@@ -333,19 +333,37 @@ fn send_datagram(
 }
 
 /// The next receive WQE, from the QP or its SRQ, into the receive
-/// snapshot; `None` when none is posted (the datagram is dropped). One of
-/// the QP's own receive queue stays there until [`consume_ud_recv`]: a
-/// datagram for on-demand memory not mapped yet leaves it for the next.
-fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State) -> Option<()> {
-    match &mut st.rq {
+/// snapshot, for a datagram of `len` bytes (GRH area included); `None`
+/// when none is posted (the datagram is dropped). One of the QP's own
+/// receive queue stays there until [`consume_ud_recv`]: a datagram for
+/// on-demand memory not mapped yet leaves it for the next. One of an SRQ
+/// is taken only if its on-demand memory is mapped (or cannot be).
+fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State, len: usize) -> Option<()> {
+    let State {
+        rq, rq_snap, odp, ..
+    } = &mut *st;
+    match rq {
         Some(rq) => {
             let c = rq.consumer();
-            if rq.geo.is_empty(rq.producer(), c) || rq.read_slot(c, &mut st.rq_snap).is_err() {
+            if rq.geo.is_empty(rq.producer(), c) || rq.read_slot(c, rq_snap).is_err() {
                 return None;
             }
         }
         None => {
-            if !RrxeSrq::take(qp.srq()?, &mut st.rq_snap) {
+            let (dev, pd_id) = (qp.device(), qp.pd_id());
+            let mapped = |wqe: &[u8]| {
+                if !odp::any_regions() {
+                    return true;
+                }
+                let Ok(r) = RecvWqe::parse(wqe) else {
+                    return true;
+                };
+                match mem::probe_recv_sges(dev, pd_id, wqe, r.num_sge, len) {
+                    Err(MemError::Fault(f)) => !odp::request(qp, odp, f),
+                    _ => true,
+                }
+            };
+            if !RrxeSrq::take_if(qp.srq()?, rq_snap, mapped) {
                 return None;
             }
         }
@@ -388,7 +406,7 @@ pub(crate) fn on_request(
         qp_counts(qp).inc(Counter::RcvdDropBadQkey);
         return;
     }
-    if take_ud_recv(qp, st).is_none() {
+    if take_ud_recv(qp, st, GRH_LEN + pkt.payload().len()).is_none() {
         return;
     }
     let Ok(r) = RecvWqe::parse(&st.rq_snap) else {
@@ -420,7 +438,8 @@ pub(crate) fn on_request(
         .and_then(|()| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload));
     // On-demand memory not mapped yet: the datagram is lost (UD is
     // unreliable), its pages are faulted in, and a WQE of the QP's own
-    // queue waits for the next one. One taken from an SRQ cannot go back:
+    // queue waits for the next one. One taken from an SRQ was found mapped
+    // by `take_ud_recv` and cannot go back: should a page have gone since,
     // it completes in error.
     if let Err(MemError::Fault(f)) = placed {
         if odp::request(qp, &mut st.odp, f) && st.rq.is_some() {

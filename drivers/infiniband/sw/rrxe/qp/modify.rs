@@ -106,6 +106,7 @@ impl RrxeQp {
                 }
                 st.req.reset(Psn::new(0));
                 st.resp.reset(Psn::new(0));
+                st.odp.clear();
                 Self::retire_held(qp);
                 st.snap_index = None;
                 st.tx = None;

@@ -55,6 +55,7 @@ use crate::rrxe::{
 use super::{
     path_mtu, //
     responder::{
+        access_violation,
         ack,
         check_reth, //
     },
@@ -174,12 +175,20 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
             Err(_) => {
                 if let Some(f) = fault {
                     // A page went since the request was checked: the
-                    // stream waits for it (the QP is kicked after).
+                    // stream waits for it (the QP is kicked after)...
                     resp.read = Some(r);
                     if odp::request(qp, odp, f) {
                         return;
                     }
+                    // ... and when it cannot be faulted in, the READ gets
+                    // the remote access error the C driver's
+                    // `read_reply` answers, rather than nothing: at the
+                    // PSN of the response it takes the place of, which the
+                    // requester still waits for (its earlier responses may
+                    // be acknowledged already).
                     resp.read = None;
+                    access_violation(qp, st, false, r.psn.add(r.next));
+                    return;
                 }
                 qp_counts(qp).inc(Counter::SendErr);
                 break;

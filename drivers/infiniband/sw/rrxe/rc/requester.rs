@@ -127,9 +127,17 @@ fn local_buffer_ready(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, len: u32) -> b
     }
     let (dev, pd_id) = (qp.device(), qp.pd_id());
     match mem::probe_send_sges(dev, pd_id, &st.sq_snap, w.num_sge, len as usize) {
-        // When it cannot be faulted in, the response's placement fails and
-        // completes the WQE in error.
-        Err(MemError::Fault(f)) => !odp::request(qp, &mut st.odp, f),
+        Err(MemError::Fault(f)) => {
+            if !odp::request(qp, &mut st.odp, f) {
+                // It cannot be faulted in: the WQE fails here, as the C
+                // driver's would when placing the response (a WQE behind
+                // the head waits to be the head).
+                if st.req.next == st.sq.consumer() {
+                    fail_head(qp, st, WcStatus::LocProtErr);
+                }
+            }
+            false
+        }
         _ => true,
     }
 }
@@ -594,7 +602,10 @@ fn send_message_packet(
                 gather_err = Some(MemError::Range);
             }
             if let Some(e) = gather_err {
-                if cur.idx == st.sq.consumer() && cur.index == 0 {
+                // Local memory the WQE names is bad for good: it completes
+                // in error whatever packet found it (as the C driver's),
+                // once it is the head.
+                if cur.idx == st.sq.consumer() {
                     fail_head(qp, st, e.local_status());
                 }
             } else if !st.req.timer_armed {

@@ -270,7 +270,7 @@ fn resp_fail(qp: &Qp<Rrxe>, st: &mut State, code: NakCode, status: Option<WcStat
 /// receive completion it consumed; without one, nothing at the responder
 /// would, so QP Access Error is raised, as the C driver does
 /// (`get_rkey_violation_state`).
-fn access_violation(qp: &Qp<Rrxe>, st: &mut State, immediate: bool, psn: Psn) {
+pub(super) fn access_violation(qp: &Qp<Rrxe>, st: &mut State, immediate: bool, psn: Psn) {
     if immediate {
         resp_fail(
             qp,
@@ -710,9 +710,13 @@ pub(super) fn execute_write(
         st.resp.write_va,
         rq.payload,
     )
-    .map_err(|e| {
-        let access = Refusal::Access(rq.immediate);
-        Refusal::of_mem(e, access, Unmapped::Access(rq.immediate))
+    .map_err(|e| match e {
+        // The rest of the message is faulted in with this packet's part.
+        MemError::Fault(f) => {
+            let rest = (st.resp.write_resid - rq.plen) as usize;
+            Refusal::Fault(f.and_more(rest), Unmapped::Access(rq.immediate))
+        }
+        _ => Refusal::Access(rq.immediate),
     })?;
     st.resp.write_va = st.resp.write_va.wrapping_add(u64::from(rq.plen));
     st.resp.write_resid -= rq.plen;
