@@ -6,8 +6,9 @@
 # a region whose pages the kernel takes away over and over (MADV_DONTNEED
 # on shared memory, which keeps the data) while READs, WRITEs and atomics
 # run on it: every byte read back is the one written.  rrxe faults pages
-# in from a work item and retries the access (an RNR NAK on the responder,
-# a stalled requester): these are the paths that wait and give up.  Then
+# in from a work item while the access waits (a held request on the
+# responder, a stalled requester): these are the paths that wait and give
+# up.  Then
 # ibv_advise_mr through the uverbs method (tests/tools/advise-mr.c: the
 # guests' rdma-core has no ibv_advise_mr for rxe): prefetched pages are
 # resident in the process, PREFETCH_NO_FAULT faults none in, and bad
@@ -311,17 +312,29 @@ w = wait(cq, secs=60)[0]
 judge("READ of memory protected meanwhile", (w.wr_id, w.status), (1, e.IBV_WC_REM_ACCESS_ERR))
 odp.close(); big.close(); libc.munmap(a, size)
 
-# 4. A 1 MiB WRITE into fresh memory with rnr_retry 3: the first miss
-#    faults the whole rest of the message, not a packet's page.
-req, resp = rc_pair(ctx, pd, cq, gidx, rnr_retry=3, min_rnr_timer=26)
+# 4. A 1 MiB WRITE into fresh memory, then a 64 KiB SEND into a fresh
+#    receive buffer, with rnr_retry 0: the responder waits for the pages
+#    (as the C driver, which faults them in place) instead of answering
+#    RNR, and the first miss faults the whole rest of the WRITE in.
+req, resp = rc_pair(ctx, pd, cq, gidx, rnr_retry=0)
 a = anon(1 << 20)
 odp = MR(pd, 1 << 20, ACCESS | e.IBV_ACCESS_ON_DEMAND, address=a)
 local.write(bytes(range(256)) * 4096, 1 << 20)
 post_rdma(req, e.IBV_WR_RDMA_WRITE, local, local.buf, 1 << 20, odp.rkey, a)
 w = wait(cq, secs=60)[0]
 ok = w.status == e.IBV_WC_SUCCESS and ctypes.string_at(a, 1 << 20) == bytes(range(256)) * 4096
-judge("1 MiB WRITE into fresh memory, rnr_retry 3", (w.status, ok), (e.IBV_WC_SUCCESS, True))
+judge("1 MiB WRITE into fresh memory, rnr_retry 0", (w.status, ok), (e.IBV_WC_SUCCESS, True))
 odp.close(); libc.munmap(a, 1 << 20)
+a = anon(1 << 16)
+odp = MR(pd, 1 << 16, ACCESS | e.IBV_ACCESS_ON_DEMAND, address=a)
+resp.post_recv(RecvWR(wr_id=5, num_sge=1, sg=[SGE(a, 1 << 16, odp.lkey)]))
+req.post_send(SendWR(wr_id=6, opcode=e.IBV_WR_SEND, num_sge=1,
+                     sg=[SGE(local.buf, 1 << 16, local.lkey)], send_flags=e.IBV_SEND_SIGNALED))
+got = sorted((c.wr_id, c.status) for c in wait(cq, 2, secs=60))
+ok = ctypes.string_at(a, 1 << 16) == (bytes(range(256)) * 4096)[:1 << 16]
+judge("64 KiB SEND into a fresh receive buffer, rnr_retry 0", (got, ok),
+      ([(5, e.IBV_WC_SUCCESS), (6, e.IBV_WC_SUCCESS)], True))
+odp.close(); libc.munmap(a, 1 << 16)
 
 # 5. UD receives through an SRQ into fresh memory: delivered (a datagram
 #    may be lost while the pages come), never a WQE in error.

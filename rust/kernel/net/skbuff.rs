@@ -923,6 +923,13 @@ impl SkbQueue {
         unsafe { bindings::skb_queue_tail(self.head.get(), skb.into_raw().as_ptr()) };
     }
 
+    /// Puts `skb` first (`skb_queue_head`).
+    pub fn push_front(&self, skb: SkBuff) {
+        // SAFETY: The head is initialised by the type invariant; the queue takes over our
+        // reference to the skb.
+        unsafe { bindings::skb_queue_head(self.head.get(), skb.into_raw().as_ptr()) };
+    }
+
     /// Removes and returns the first skb (`skb_dequeue`), if any.
     pub fn pop_front(&self) -> Option<SkBuff> {
         // SAFETY: The head is initialised by the type invariant.

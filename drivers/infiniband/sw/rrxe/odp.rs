@@ -11,10 +11,11 @@
 //! `hmm_range_fault` cannot run, so the access that misses asks the QP's
 //! sleepable work ([`request`]) for the range and waits:
 //!
-//! - the responder answers the request with an RNR NAK (IBTA Vol 1
-//!   §9.7.5.2.8), as ODP hardware does, and executes it when the requester
-//!   sends it again; a READ stream in progress pauses until the work kicks
-//!   the QP; a UC message is dropped (UC has no retry);
+//! - the responder holds the request, and the requests after it, on the
+//!   QP's `rxq` and executes them when the work kicks the QP (as the C
+//!   driver, which faults in place, the requester sees nothing: no RNR
+//!   NAK, which would cost it an `rnr_retry`); a READ stream in progress
+//!   pauses the same way;
 //! - the requester stops at the packet whose data it could not gather (or,
 //!   for a READ or an atomic, whose local buffer is not mapped) until the
 //!   work kicks the QP;
@@ -155,6 +156,8 @@ pub(crate) struct OdpState {
     /// for it again fails (once: the one after that tries again, as the
     /// process may have mapped the memory meanwhile).
     failed: Option<OdpFault>,
+    /// The responder holds the requests that arrive until the work ran.
+    pub(crate) responder_waits: bool,
 }
 
 impl OdpState {
@@ -194,8 +197,12 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
         },
         _ => false,
     };
-    if !ok {
-        qp.state.lock().odp.failed = Some(f);
+    {
+        let mut st = qp.state.lock();
+        if !ok {
+            st.odp.failed = Some(f);
+        }
+        st.odp.responder_waits = false;
     }
     qp.kick();
 }

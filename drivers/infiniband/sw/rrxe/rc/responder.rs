@@ -318,13 +318,13 @@ const RESUME_BUDGET: u32 = 64;
 /// answered, then handles, in arrival order, the requests that waited for
 /// it (each of which may start another READ).
 pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
-    if qp.qp_type() != qp_type::RC {
+    if !matches!(qp.qp_type(), qp_type::RC | qp_type::UC) {
         return;
     }
     let mut budget = RESUME_BUDGET;
     loop {
         stream_read(qp, st);
-        if st.resp.read.is_some() {
+        if st.resp.read.is_some() || st.odp.responder_waits {
             return;
         }
         if budget == 0 {
@@ -344,7 +344,11 @@ pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
             .get(UDP_HDR_LEN..)
             .and_then(|roce| parse_packet(roce).ok());
         if let Some(pkt) = held {
-            handle_request(qp, st, &pkt);
+            if handle_request(qp, st, &pkt) == Handled::Wait {
+                // First again: it is executed once its memory is mapped.
+                qp.rxq.push_front(skb);
+                return;
+            }
         }
         // Freed by the kick once the state lock is released: a received
         // skb's pages may not go back to their page pool with interrupts
@@ -358,17 +362,31 @@ pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
 pub(crate) enum Taken {
     /// Handled (or dropped).
     Done,
-    /// A READ is being answered: the caller must hold the packet on the
-    /// QP's `rxq` and kick the QP, which handles it after the READ.
+    /// A READ is being answered, or on-demand memory faulted in: the
+    /// caller must hold the packet on the QP's `rxq` and kick the QP,
+    /// which handles it after the READ or the fault.
     Hold,
+}
+
+/// What [`handle_request`] did with a request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Handled {
+    /// Executed, answered or dropped.
+    Done,
+    /// It waits for on-demand memory to be faulted in: it is to be held
+    /// and handled again, first, once the QP's work ran
+    /// ([`super::super::odp`]).
+    Wait,
 }
 
 /// Responder: a request packet arrived.
 pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Taken {
-    if qp.qp_type() == qp_type::RC && (st.resp.read.is_some() || !qp.rxq.is_empty()) {
+    let held = (qp.qp_type() == qp_type::RC && st.resp.read.is_some())
+        || !qp.rxq.is_empty()
+        || st.odp.responder_waits;
+    if held || handle_request(qp, st, pkt) == Handled::Wait {
         return Taken::Hold;
     }
-    handle_request(qp, st, pkt);
     Taken::Done
 }
 
@@ -387,9 +405,9 @@ pub(super) enum Refusal {
     /// Memory the request names may not be accessed
     /// ([`access_violation`]); `bool`: it carries immediate data.
     Access(bool),
-    /// On-demand memory is not mapped: an RNR NAK while it is faulted in
-    /// ([`odp::request`]); the refusal [`Unmapped`] names when it cannot
-    /// be.
+    /// On-demand memory is not mapped: the request waits while it is
+    /// faulted in ([`odp::request`]); the refusal [`Unmapped`] names when
+    /// it cannot be.
     Fault(OdpFault, Unmapped),
 }
 
@@ -459,8 +477,24 @@ impl<'a, 'p> Request<'a, 'p> {
     }
 }
 
-/// Answers a refused request at `psn`.
-fn refuse(qp: &Qp<Rrxe>, st: &mut State, r: Refusal, psn: Psn) {
+/// Answers a refused request at `psn`; [`Handled::Wait`] for one that
+/// waits for on-demand memory.
+pub(super) fn refuse(qp: &Qp<Rrxe>, st: &mut State, r: Refusal, psn: Psn) -> Handled {
+    if let Refusal::Fault(f, unmapped) = r {
+        if odp::request(qp, &mut st.odp, f) {
+            st.odp.responder_waits = true;
+            return Handled::Wait;
+        }
+        // It cannot be faulted in: refused as memory the receiver cannot
+        // use.
+        let then = match unmapped {
+            Unmapped::Access(immediate) => Refusal::Access(immediate),
+            Unmapped::Receive => {
+                Refusal::Nak(NakCode::RemoteOperationalError, Some(WcStatus::LocProtErr))
+            }
+        };
+        return refuse(qp, st, then, psn);
+    }
     match r {
         Refusal::Nak(code, status) => resp_fail(qp, st, code, status, psn),
         Refusal::NotReady => {
@@ -470,33 +504,22 @@ fn refuse(qp: &Qp<Rrxe>, st: &mut State, r: Refusal, psn: Psn) {
         }
         Refusal::Check(code, immediate) => check_fail(qp, st, code, immediate, psn),
         Refusal::Access(immediate) => access_violation(qp, st, immediate, psn),
-        Refusal::Fault(f, unmapped) => {
-            let then = if odp::request(qp, &mut st.odp, f) {
-                Refusal::NotReady
-            } else {
-                match unmapped {
-                    Unmapped::Access(immediate) => Refusal::Access(immediate),
-                    Unmapped::Receive => {
-                        Refusal::Nak(NakCode::RemoteOperationalError, Some(WcStatus::LocProtErr))
-                    }
-                }
-            };
-            refuse(qp, st, then, psn);
-        }
+        Refusal::Fault(..) => {}
     }
+    Handled::Done
 }
 
 /// Responder: handles a request packet, in PSN order with the responses of
 /// earlier ones. The stages: the QP state, the PSN (a duplicate or a gap
 /// is answered there), the opcode sequence and the payload length, then
 /// the operation's own checks and execution; a refusal is answered once.
-fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
+fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Handled {
     let state = st.attr.qp_state();
     if !matches!(
         state,
         qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
     ) {
-        return;
+        return Handled::Done;
     }
     if qp.qp_type() == qp_type::UC {
         return on_uc_request(qp, st, pkt);
@@ -505,7 +528,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let bth = pkt.bth();
     let psn = bth.psn;
     if !check_psn(qp, st, pkt) {
-        return;
+        return Handled::Done;
     }
     let Ok(next_op) = rc::check_op_sequence(st.resp.op, info) else {
         return refuse(qp, st, INVALID, psn);
@@ -525,7 +548,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
         _ => Err(INVALID),
     };
     match executed {
-        Err(r) => refuse(qp, st, r, psn),
+        Err(r) => return refuse(qp, st, r, psn),
         Ok(Executed::Answered) => {}
         Ok(Executed::Placed) => {
             st.resp.op = next_op;
@@ -538,6 +561,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
             }
         }
     }
+    Handled::Done
 }
 
 /// The PSN stage (IBTA Vol 1 §9.7.5.1): `true` for the expected PSN. A

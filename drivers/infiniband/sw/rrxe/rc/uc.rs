@@ -33,6 +33,7 @@ use super::{
         complete_recv,
         execute_send,
         execute_write,
+        Handled,
         Refusal,
         Request, //
     },
@@ -42,22 +43,23 @@ use crate::proto::wr::wc as wc_op;
 
 /// UC responder: drops the message in progress (a packet was lost or
 /// bad); its receive WQE, if any, stays for the next message.
-fn uc_drop(st: &mut State, psn: Psn) {
+fn uc_drop(st: &mut State, psn: Psn) -> Handled {
     st.resp.op = InProgress::None;
     if let Some(r) = &mut st.resp.recv {
         r.offset = 0;
     }
     st.resp.epsn = psn.next();
+    Handled::Done
 }
 
 /// UC responder (IBTA Vol 1 §9.8.3): no acknowledges; a lost or bad
 /// packet drops its message, never the QP. SEND and WRITE run the RC
 /// responder's stages; what RC would NAK is dropped here, and a receive
 /// WQE whose data could not be placed completes in error.
-pub(super) fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
+pub(super) fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Handled {
     let info = pkt.info();
     if info.transport != Transport::Uc {
-        return;
+        return Handled::Done;
     }
     let psn = pkt.bth().psn;
     // The C driver counts no `out_of_seq_request` on UC: nothing is NAKed.
@@ -88,19 +90,24 @@ pub(super) fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
         Ok(_) => {
             st.resp.op = next_op;
             st.resp.epsn = psn.next();
+            Handled::Done
         }
         Err(Refusal::Fault(f, _)) => {
-            // UC has no retry: the message is lost, the memory faulted in
-            // for the next one; a receive WQE stays for it.
-            odp::request(qp, &mut st.odp, f);
-            uc_drop(st, psn);
+            // The packet waits for its memory, as on RC; memory that
+            // cannot be faulted in loses the message (a receive WQE stays
+            // for the next one).
+            if odp::request(qp, &mut st.odp, f) {
+                st.odp.responder_waits = true;
+                return Handled::Wait;
+            }
+            uc_drop(st, psn)
         }
         Err(refusal) => {
             if let (Refusal::Nak(_, Some(status)), Some(r)) = (refusal, st.resp.recv) {
                 let w = wc(qp, r.wr_id, status, wc_op::RECV, 0);
                 complete_recv(qp, st, w, false);
             }
-            uc_drop(st, psn);
+            uc_drop(st, psn)
         }
     }
 }
