@@ -336,6 +336,29 @@ judge("64 KiB SEND into a fresh receive buffer, rnr_retry 0", (got, ok),
       ([(5, e.IBV_WC_SUCCESS), (6, e.IBV_WC_SUCCESS)], True))
 odp.close(); libc.munmap(a, 1 << 16)
 
+# 4b. A 16 MiB WRITE into fresh memory and a 16 MiB READ of fresh
+#    memory with retry_cnt 1: the responder's holds are short enough
+#    (a fault is 64 pages at most) that the requester's local ACK timer
+#    (67 ms) never runs out, as on the C driver, which faults as it goes.
+req, resp = rc_pair(ctx, pd, cq, gidx, retry_cnt=1)
+size = 16 << 20
+a = anon(size)
+odp = MR(pd, size, ACCESS | e.IBV_ACCESS_ON_DEMAND, address=a)
+big = MR(pd, size, ACCESS)
+big.write(bytes(range(256)) * (size // 256), size)
+post_rdma(req, e.IBV_WR_RDMA_WRITE, big, big.buf, size, odp.rkey, a)
+w = wait(cq, secs=120)[0]
+ok = w.status == e.IBV_WC_SUCCESS and ctypes.string_at(a, size) == bytes(range(256)) * (size // 256)
+judge("16 MiB WRITE into fresh memory, retry_cnt 1", (w.status, ok), (e.IBV_WC_SUCCESS, True))
+odp.close(); libc.munmap(a, size)
+a = anon(size)
+odp = MR(pd, size, ACCESS | e.IBV_ACCESS_ON_DEMAND, address=a)
+post_rdma(req, e.IBV_WR_RDMA_READ, big, big.buf, size, odp.rkey, a)
+w = wait(cq, secs=120)[0]
+ok = w.status == e.IBV_WC_SUCCESS and big.read(size, 0) == bytes(size)
+judge("16 MiB READ of fresh memory, retry_cnt 1", (w.status, ok), (e.IBV_WC_SUCCESS, True))
+odp.close(); big.close(); libc.munmap(a, size)
+
 # 5. UD receives through an SRQ into fresh memory: delivered (a datagram
 #    may be lost while the pages come), never a WQE in error.
 srq = SRQ(pd, SrqInitAttr(SrqAttr(max_wr=16, max_sge=1)))

@@ -328,10 +328,19 @@ impl UmemOdp {
     }
 
     /// Whether every page of `[offset, offset + len)` is in the table
-    /// (writable, if `write`).
+    /// (writable, if `write`). Any context; the table's lock is taken for
+    /// [`STEP`] pages at a time.
     pub fn is_present(&self, offset: usize, len: usize, write: bool) -> Result<(), OdpError> {
-        let pages = self.table.pages.lock();
-        self.check(&pages, offset, len, write)
+        let end = offset.checked_add(len).ok_or(OdpError::Range)?;
+        let mut at = offset;
+        loop {
+            let n = (end - at).min(STEP * PAGE_SIZE);
+            self.check(&self.table.pages.lock(), at, n, write)?;
+            at += n;
+            if at >= end {
+                return Ok(());
+            }
+        }
     }
 
     fn check(

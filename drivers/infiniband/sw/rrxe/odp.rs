@@ -15,7 +15,10 @@
 //!   QP's `rxq` and executes them when the work kicks the QP (as the C
 //!   driver, which faults in place, the requester sees nothing: no RNR
 //!   NAK, which would cost it an `rnr_retry`); a READ stream in progress
-//!   pauses the same way;
+//!   pauses the same way. Each fault is short ([`MAX_FAULT_LEN`]): the
+//!   requester counts the silence against its `retry_cnt`. UC packets wait
+//!   too, up to the QP's bound on held packets; past it a UC message is
+//!   lost, as UC loses messages;
 //! - the requester stops at the packet whose data it could not gather (or,
 //!   for a READ or an atomic, whose local buffer is not mapped) until the
 //!   work kicks the QP;
@@ -92,12 +95,13 @@ impl Drop for OdpRegion {
     }
 }
 
-/// Most bytes the work faults in at once; it goes on in steps of this
-/// size to the end of the range, sleeping between them if it must.
-const FAULT_STEP: usize = 1 << 20;
-
-/// Most bytes one fault names: a message's (2 GiB) or a READ's.
-const MAX_FAULT_LEN: usize = 1 << 31;
+/// Most bytes one fault names: a WRITE's first miss asks for the rest of
+/// its message up to this, a READ's for the start of its memory. The
+/// responder holds its requests while a fault runs, and the requester
+/// counts that silence against its `retry_cnt` after each local ACK
+/// timeout; a step of 64 pages keeps it short (the C driver faults a
+/// packet's pages at a time), and the next miss asks for the next step.
+pub(crate) const MAX_FAULT_LEN: usize = 1 << 18;
 
 /// A range of an on-demand region that the data path found unmapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,12 +162,18 @@ pub(crate) struct OdpState {
     failed: Option<OdpFault>,
     /// The responder holds the requests that arrive until the work ran.
     pub(crate) responder_waits: bool,
+    /// Moved on by each RESET: a fault that ends after one does not reach
+    /// the QP's next connection.
+    generation: u32,
 }
 
 impl OdpState {
     /// Forgets what the QP waited for (it is reset).
     pub(crate) fn clear(&mut self) {
-        *self = Self::default();
+        *self = Self {
+            generation: self.generation.wrapping_add(1),
+            ..Self::default()
+        };
     }
 }
 
@@ -187,8 +197,12 @@ pub(crate) fn request(qp: &Qp<Rrxe>, odp: &mut OdpState, f: OdpFault) -> bool {
 /// step by step, then kicks the QP so that the access that waited is
 /// retried.
 pub(crate) fn run(qp: &Qp<Rrxe>) {
-    let Some(f) = qp.state.lock().odp.pending.take() else {
-        return;
+    let (f, generation) = {
+        let mut st = qp.state.lock();
+        let Some(f) = st.odp.pending.take() else {
+            return;
+        };
+        (f, st.odp.generation)
     };
     let ok = match qp.device().lookup_mr(f.lkey >> 8) {
         Some(mr) if mr.lkey() == f.lkey && mr.pd_id() == qp.pd_id() => match &mr.mapping {
@@ -199,27 +213,20 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
     };
     {
         let mut st = qp.state.lock();
-        if !ok {
-            st.odp.failed = Some(f);
+        if st.odp.generation == generation {
+            if !ok {
+                st.odp.failed = Some(f);
+            }
+            st.odp.responder_waits = false;
         }
-        st.odp.responder_waits = false;
     }
     qp.kick();
 }
 
-/// Faults `f` in, at most [`FAULT_STEP`] bytes at a time, up to the end of
-/// the region.
+/// Faults `f` in, up to the end of the region.
 fn fault_range(odp: &UmemOdp, f: OdpFault) -> bool {
     let end = f.offset.saturating_add(f.len).min(odp.len());
-    let mut at = f.offset;
-    while at < end {
-        let n = (end - at).min(FAULT_STEP);
-        if odp.fault(at, n, f.write).is_err() {
-            return false;
-        }
-        at += n;
-    }
-    true
+    end > f.offset && odp.fault(f.offset, end - f.offset, f.write).is_ok()
 }
 
 /// `ibv_advise_mr` (as rdma_rxe's `rxe_ib_advise_mr`): faults in the

@@ -25,10 +25,19 @@
 //!    device's `atomic_ops` (an atomic's read-modify-write); never both.
 //! 4. Under those: a fast-register region's state (`RrxeMr::fast`) or a
 //!    window's binding (`RrxeMw::bind`); never both.
-//! 5. Leaves, which take nothing else: a CQ's ring ([`cq::RrxeCq`]), an
-//!    SRQ's state, the object tables' xarray locks (released before the
-//!    object's own lock is taken), the skb queues, the device's multicast
-//!    groups, the index pools, and the kernel's timer and workqueue locks.
+//! 5. Leaves, which take nothing else: a CQ's ring ([`cq::RrxeCq`]), the
+//!    object tables' xarray locks (released before the object's own lock
+//!    is taken), an on-demand region's page table (`UmemOdp`), the skb
+//!    queues, the device's multicast groups, the index pools, and the
+//!    kernel's timer and workqueue locks. An SRQ's state takes only
+//!    leaves: a UD receive checks, under it, that the on-demand memory of
+//!    the WQE it takes is mapped (an xarray lookup, the page table, and
+//!    the QP's work queued when it is not).
+//!
+//! An on-demand region's `umem_mutex` is taken only in process context
+//! (its invalidation callback, under the process's mm locks, and the
+//! QP's sleepable work), never under a spinlock; the page table is taken
+//! under it.
 //!
 //! The consumers' callbacks run with no driver lock held and interrupts
 //! enabled (the C helpers check it under lockdep): completion handlers and

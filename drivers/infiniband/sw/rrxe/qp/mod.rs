@@ -78,7 +78,11 @@ use wr::write_send_wqe;
 
 use super::{
     cq::RrxeCq,
-    hw_counters::Counters,
+    hw_counters::{
+        qp_counts,
+        Counter,
+        Counters, //
+    },
     param,
     rc::{
         self,
@@ -102,8 +106,10 @@ pub(crate) const MAX_INLINE_DATA: u32 = 512;
 const GSI_QPN: u32 = 1;
 /// Size of `struct rxe_create_qp_resp`.
 const CREATE_QP_RESP_SIZE: usize = 32;
-/// Most requests held while a READ is being answered (the requester has at
-/// most `max_rd_atomic` READs and a window of packets outstanding).
+/// Most requests held while a READ is being answered or on-demand memory
+/// faulted in (the requester has at most `max_rd_atomic` READs and a
+/// window of packets outstanding; a UC requester has no window, and what
+/// comes past this is lost, as UC loses a message).
 const MAX_HELD: usize = 512;
 
 /// Most WQEs one run of the UD requester or of a flush handles with
@@ -147,8 +153,9 @@ pub(crate) struct RrxeQp {
     /// Packets built, waiting to be sent.
     #[pin]
     pub(crate) txq: SkbQueue,
-    /// Request packets received while a READ is being answered, handled
-    /// after it in arrival order ([`rc::resume_responder`]).
+    /// Request packets received while a READ is being answered or
+    /// on-demand memory faulted in, handled after it in arrival order
+    /// ([`rc::resume_responder`]).
     #[pin]
     pub(crate) rxq: SkbQueue,
     /// Received packets finished with while the state lock (interrupts
@@ -841,6 +848,7 @@ impl Received<'_> {
         if self.qp.rxq.len() < MAX_HELD {
             self.qp.rxq.push_back(skb);
         } else {
+            qp_counts(self.qp).inc(Counter::RcvdDropOther);
             // Freed once the lock is released (`Drop` reports events).
             self.qp.rx_done.push_back(skb);
         }

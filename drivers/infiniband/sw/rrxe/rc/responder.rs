@@ -763,7 +763,8 @@ fn execute_read(qp: &Qp<Rrxe>, st: &mut State, rq: &Request<'_, '_>) -> Result<E
     // On-demand memory is faulted in before the responses start (their
     // stream also waits, should a page go meanwhile).
     let (dev, pd_id, via) = (qp.device(), qp.pd_id(), Via::Rkey(qp.uid));
-    let len = reth.dma_len as usize;
+    // Its start: the stream waits for the rest as it gets there.
+    let len = (reth.dma_len as usize).min(odp::MAX_FAULT_LEN);
     mem::probe(dev, pd_id, reth.rkey, via, Need::RemoteRead, reth.va, len)
         .map_err(|e| Refusal::of_mem(e, INVALID, Unmapped::Access(false)))?;
     let msn = st.resp.msn_after();
