@@ -12,8 +12,10 @@ not_ok() { echo "not ok $*"; FAILED=$((FAILED + 1)); }
 
 # check NAME CMD...: run CMD in this shell (so `wait PID` works), show its
 # output indented, and report ok if it exits 0.
+# A case that took 5 s or more says how long, for keeping make test within
+# its time budget.
 check() {
-	local name=$1 log rc
+	local name=$1 log rc t0=$SECONDS
 	shift
 	echo "# $name: $*"
 	log=$(mktemp)
@@ -21,6 +23,7 @@ check() {
 	rc=$?
 	sed 's/^/    /' "$log"
 	rm -f "$log"
+	[ $((SECONDS - t0)) -lt 5 ] || echo "    ($((SECONDS - t0)) s)"
 	if [ "$rc" -eq 0 ]; then
 		ok "$name"
 	else
