@@ -120,7 +120,10 @@ if [ "$DRIVER" = rrxe ] || [ "${TEST_LEVEL:-full}" = full ]; then
 	frag0=$(snmp_ip FragCreates) icrc0=$(icrc_drops)
 	sent_live0=$(cat "$HWC/sent_pkts")
 	rm -f /tmp/mtu-live.state
-	python3 /tmp/shrink.py "$HWC" &
+	# At a real-time priority: on a slow host the ping-pong's softirq work
+	# kept a normal-priority watcher from running until VM 2's first
+	# message had ended (CI 2026-12-06: begun-message-fragmented failed).
+	chrt -f 10 python3 /tmp/shrink.py "$HWC" &
 	watcher=$!
 	live_secs=300
 	[ "$DRIVER" = rrxe ] || live_secs=60
