@@ -145,6 +145,13 @@ s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept(); c.recv(1)' "$por
 	fi
 }
 
+# barrier_reached: VM 2's one try at the next barrier, without waiting:
+# true (and the barrier passed) when VM 1 is already at it.
+barrier_reached() {
+	echo x 2>/dev/null >"/dev/tcp/$PEER_IP/$BARRIER_PORT" || return 1
+	BARRIER_PORT=$((BARRIER_PORT + 1))
+}
+
 # A value handed from VM 2 to VM 1 over TCP (VM 1 listens): recv_value
 # [SECONDS] prints it, send_value VALUE [SECONDS] sends it.  Each exchange
 # uses its own port, from 100 above the suite's barrier ports: send_value moves to the next one, and the receiver
