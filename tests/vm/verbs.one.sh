@@ -8,18 +8,17 @@
 check "link-add" rdma_up
 
 # The C driver's (rxe) outcome of every test of the suites below, as
-# `TEST-ID OUTCOME [differ]`, recorded from `DRIVER=rxe qemu/run-one
+# `TEST-ID OUTCOME`, recorded from `DRIVER=rxe qemu/run-one
 # tests/vm/verbs.one.sh`.  A test the C driver passes must pass on every
-# driver, unless marked `differ`: those need traffic (the transport issues)
-# and may still fail on rrxe.  Tests missing from the list fail the check,
-# so the list follows the suites.
+# driver.  Tests missing from the list fail the check, so the list follows
+# the suites.
 EXPECT=$(cat <<'LIST'
 tests.test_cq.CQAPITest.test_create_cq ok
 tests.test_cq.CQAPITest.test_create_cq_bad_flow ok
 tests.test_cq.CQAPITest.test_create_cq_with_comp_channel ok
 tests.test_cq.CQTest.test_resize_cq error
-tests.test_cq_events.CqEventsTestCase.test_cq_events_rc ok differ
-tests.test_cq_events.CqEventsTestCase.test_cq_events_ud ok differ
+tests.test_cq_events.CqEventsTestCase.test_cq_events_rc ok
+tests.test_cq_events.CqEventsTestCase.test_cq_events_ud ok
 tests.test_device.DMTest.test_create_dm skip
 tests.test_device.DMTest.test_create_dm_bad_flow skip
 tests.test_device.DMTest.test_destroy_dm skip
@@ -68,13 +67,13 @@ tests.test_mr.MRTest.test_mr_rereg_addr skip
 tests.test_mr.MRTest.test_mr_rereg_atomic skip
 tests.test_mr.MRTest.test_mr_rereg_pd skip
 tests.test_mr.MRTest.test_reg_mr_bad_flags ok
-tests.test_mr.MWTest.test_invalidate_mw_type1 ok differ
-tests.test_mr.MWTest.test_mw_type1 ok differ
-tests.test_mr.MWTest.test_mw_type2 ok differ
-tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc ok differ
-tests.test_mr.MWTest.test_mw_type2_invalidate_local ok differ
-tests.test_mr.MWTest.test_mw_type2_invalidate_remote ok differ
-tests.test_mr.MWTest.test_reg_mw_wrong_type ok differ
+tests.test_mr.MWTest.test_invalidate_mw_type1 ok
+tests.test_mr.MWTest.test_mw_type1 ok
+tests.test_mr.MWTest.test_mw_type2 ok
+tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc ok
+tests.test_mr.MWTest.test_mw_type2_invalidate_local ok
+tests.test_mr.MWTest.test_mw_type2_invalidate_remote ok
+tests.test_mr.MWTest.test_reg_mw_wrong_type ok
 tests.test_pd.PDTest.test_alloc_pd ok
 tests.test_pd.PDTest.test_dealloc_pd ok
 tests.test_pd.PDTest.test_destroy_pd_twice ok
@@ -105,8 +104,8 @@ tests.test_qp.QPTest.test_query_raw_qp skip
 tests.test_qp.QPTest.test_query_rc_qp ok
 tests.test_qp.QPTest.test_query_uc_qp ok
 tests.test_qp.QPTest.test_query_ud_qp ok
-tests.test_srq.SrqTestCase.test_modify_srq_limit ok differ
-tests.test_srq.SrqTestCase.test_rc_srq_traffic ok differ
+tests.test_srq.SrqTestCase.test_modify_srq_limit ok
+tests.test_srq.SrqTestCase.test_rc_srq_traffic ok
 tests.test_srq.SrqTestCase.test_resize_srq ok
 LIST
 )
@@ -131,11 +130,10 @@ for i, m in enumerate(hits):
 PY
 }
 
-# The tests that need no traffic run in one process; those that may differ
-# (traffic) run one process each under a
-# time limit, so that a test waiting for a completion that never comes (no
-# transport yet) only fails itself.  If the batch itself hangs, its tests
-# are rerun one by one.
+# All tests run in one process (on the debug kernel each Python start
+# imports pyverbs' test modules again, seconds each).  If the batch hangs,
+# its tests are rerun one process each under a time limit, so that a test
+# waiting for a completion that never comes fails only itself.
 run_one_test() {
 	local id=$1 t=${1#tests.} rc out
 	timeout 30 python3 tests/run_tests.py --dev "$IBDEV" --gid 1 -v "$t" >/tmp/one.log 2>&1
@@ -150,11 +148,10 @@ run_one_test() {
 }
 
 run_pyverbs() {
-	local id batch rest
+	local id batch
 	: >/tmp/outcomes
 	cd /opt/pyverbs || return 1
-	batch=$(echo "$EXPECT" | awk '$3 != "differ" {print $1}')
-	rest=$(echo "$EXPECT" | awk '$3 == "differ" {print $1}')
+	batch=$(echo "$EXPECT" | awk '{print $1}')
 	if timeout 300 python3 tests/run_tests.py --dev "$IBDEV" --gid 1 -v \
 		$(echo "$batch" | sed 's/^tests\.//') >/tmp/batch.log 2>&1 ||
 		[ $? -ne 124 ]; then
@@ -165,7 +162,6 @@ run_pyverbs() {
 		echo "batch timed out; running its tests one by one"
 		for id in $batch; do run_one_test "$id"; done
 	fi
-	for id in $rest; do run_one_test "$id"; done
 	return 0
 }
 check "pyverbs-run" run_pyverbs
@@ -183,26 +179,16 @@ suite_list_matches() {
 }
 check "pyverbs-list-complete" suite_list_matches
 
-# compare_expected: every test the C driver passes passes here too, unless
-# marked `differ`; no test is unknown to the list.
+# compare_expected: every test the C driver passes passes here too; no test
+# is unknown to the list.
 compare_expected() {
-	local id out exp rest bad=0
-	while read -r id out; do
-		set -- $(echo "$EXPECT" | awk -v t="$id" '$1 == t {print $2, $3}')
-		exp=${1:-} rest=${2:-}
-		if [ -z "$exp" ]; then
-			echo "unknown test (add it to the list): $id $out"
-			bad=1
-		elif [ "$exp" = ok ] && [ "$out" != ok ]; then
-			if [ "$rest" = differ ]; then
-				echo "allowed to differ: $id $out (C driver: ok)"
-			else
-				echo "REGRESSION: $id $out (C driver: ok)"
-				bad=1
-			fi
-		fi
-	done </tmp/outcomes
-	[ -s /tmp/outcomes ] && [ $bad -eq 0 ]
+	# One awk over the list and the outcomes (a process per test took
+	# 19 s on the debug kernel).
+	[ -s /tmp/outcomes ] && echo "$EXPECT" | awk '
+		FNR == NR { want[$1] = $2; next }
+		!($1 in want) { print "unknown test (add it to the list): " $0; bad = 1; next }
+		want[$1] == "ok" && $2 != "ok" { print "REGRESSION: " $0 " (C driver: ok)"; bad = 1 }
+		END { exit bad }' - /tmp/outcomes
 }
 check "pyverbs-vs-c-driver" compare_expected
 
