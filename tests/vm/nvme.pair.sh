@@ -24,8 +24,8 @@
 # 30 s.  Teardown: disconnect, configfs removed, the NVMe modules unloaded,
 # the RDMA resources back to their counts from before, the link deleted and
 # the driver unloaded.
-# runs: rrxe@debug
-# full-runs: rxe@fast rxe@debug
+# runs: rrxe@fast
+# full-runs: rrxe@debug rxe@fast rxe@debug
 
 NQN=nqn.2026-12.io.rrxe:nvme-pair
 PORT=4420

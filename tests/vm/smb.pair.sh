@@ -10,8 +10,8 @@
 # at 4 KiB, 64 KiB and 1 MiB with a CRC32C verify read.  The session must
 # be an SMB Direct one, the port counters must show the data crossed the
 # fabric, and nothing may be left behind.
-# runs: rrxe@debug
-# full-runs: rxe@fast rxe+rrxe@debug rrxe+rxe@debug
+# runs: rrxe@fast
+# full-runs: rrxe@debug rxe@fast rxe+rrxe@debug rrxe+rxe@debug
 # timeout: 900
 
 PASS=rrxe-smb-test
