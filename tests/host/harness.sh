@@ -104,4 +104,27 @@ printf '# runs: rrxe@debug\n# tools: t2 t1\n' >"$RUN/suites/r.one.sh"
 printf '# runs: rrxe@debug\n# tools: t1\n' >"$RUN/suites/s.one.sh"
 expect tools "t1 t2" "$(plan_runs quick rrxe "$RUN"/suites/*.sh | awk '$1 == "debug-one"' | plan_tools)"
 expect tools-none "" "$(plan_runs quick rrxe "$RUN"/suites/*.sh | awk '$1 == "debug-pair"' | plan_tools)"
+
+# make bench's case list: commas or spaces between sizes; a bad list is
+# refused, never cut short.
+cases() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk '$1 == "write" { print $2 "x" $3 }' | paste -sd' '; }
+bench_expect() {
+	if [ "$2" = "$3" ]; then
+		echo "ok bench-$1"
+	else
+		echo "not ok bench-$1 (got '$3', wanted '$2')"
+		failed=1
+	fi
+}
+bench_expect sizes-commas "4096x1 65536x1" "$(cases BENCH_SIZES=4096,65536 BENCH_QPS=1)"
+bench_expect sizes-spaces-and-commas "4096x1 4096x4 65536x1 65536x4" "$(cases BENCH_SIZES='4096, 65536' BENCH_QPS=1,4)"
+bench_expect default "64x1 64x4 256x1 256x4 1024x1 1024x4 4096x1 4096x4 16384x1 16384x4 65536x1 65536x4 262144x1 262144x4 1048576x1 1048576x4" "$(cases)"
+for bad in 4k 0 , "4096;65536" 1e3; do
+	if BENCH_SIZES=$bad "$RRXE_ROOT/benches/cases" >/dev/null 2>&1; then
+		echo "not ok bench-sizes-refused '$bad'"
+		failed=1
+	else
+		echo "ok bench-sizes-refused '$bad'"
+	fi
+done
 exit $failed
