@@ -314,6 +314,26 @@ impl<T: Driver> Ah<T> {
         })
     }
 
+    /// `modify_ah` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_core` for a live AH, with a valid `attr` whose
+    /// `sgid_attr` the core holds (or NULL) for the call.
+    pub(crate) unsafe extern "C" fn modify_callback(
+        ptr: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: By the safety requirements.
+            let ah = unsafe { Self::from_raw(ptr) };
+            // SAFETY: By the safety requirements.
+            let attr = unsafe { AhAttr::from_raw(&*attr) };
+            T::modify_ah(ah, attr)?;
+            Ok(0)
+        })
+    }
+
     /// Waits, without sleeping, until the count of `live` reached zero;
     /// `false` after [`ATOMIC_DESTROY_WAIT_MS`].
     fn spin_until_unused(&self) -> bool {

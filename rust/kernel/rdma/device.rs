@@ -467,6 +467,13 @@ pub trait Driver: Sized + 'static {
     /// Reports the address vector.
     fn query_ah(ah: &Ah<Self>) -> AhAttr;
 
+    /// Replaces the address vector (`rdma_modify_ah`, which kernel callers
+    /// alone reach; the core has checked the port and the source GID).
+    ///
+    /// May be called in atomic context (hfi1 calls it under RCU): must not
+    /// sleep.
+    fn modify_ah(ah: &Ah<Self>, attr: AhAttr) -> Result;
+
     /// Releases what the address handle holds (its number); its state is
     /// dropped afterwards.
     ///
@@ -1329,6 +1336,7 @@ impl<T: Driver> OpsTable<T> {
         create_ah: Some(Ah::<T>::create_callback),
         create_user_ah: Some(Ah::<T>::create_callback),
         query_ah: Some(Ah::<T>::query_callback),
+        modify_ah: Some(Ah::<T>::modify_callback),
         destroy_ah: Some(Ah::<T>::destroy_callback),
         size_ib_ah: Ah::<T>::SIZE,
         alloc_mw: if T::HAS_ALLOC_MW {

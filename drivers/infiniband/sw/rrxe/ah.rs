@@ -29,19 +29,29 @@ use super::{
 };
 use crate::net::skbuff::xmit_allowed;
 
+/// The address vector of an address handle and the route resolved from
+/// it, which a modify replaces together.
+pub(crate) struct AhRoute {
+    /// The address vector.
+    attr: AhAttr,
+    /// Counts the modifies, so that a route resolved from an older vector
+    /// is not stored over a newer one's.
+    version: u64,
+    /// The route and headers to the destination, resolved at creation or
+    /// modify when interrupts are enabled there, else by the first sender's
+    /// kick ([`RrxeAh::resolve`]): UD sends run with the QP's lock held,
+    /// where no route lookup can run.
+    pub(crate) tx: Option<TxCtx>,
+}
+
 /// State of an address handle.
 #[pin_data]
 pub(crate) struct RrxeAh {
-    /// The address vector.
-    pub(crate) attr: AhAttr,
     /// Index reported to user space (`struct rxe_create_ah_resp`).
     pub(crate) ah_num: u32,
-    /// The route and headers to the destination, resolved at creation
-    /// when interrupts are enabled there, else by the first sender's kick
-    /// ([`RrxeAh::resolve`]): UD sends run with the QP's lock held, where
-    /// no route lookup can run.
+    /// The address vector and its route.
     #[pin]
-    pub(crate) tx: SpinLockIrq<Option<TxCtx>>,
+    pub(crate) route: SpinLockIrq<AhRoute>,
 }
 
 /// Checks an address vector as `rxe_av_chk_attr` does, with its errno
@@ -86,14 +96,45 @@ impl RrxeAh {
         } else {
             None
         };
+        let route = AhRoute {
+            attr,
+            version: 0,
+            tx,
+        };
         Ok((
             try_pin_init!(Self {
-                attr,
                 ah_num,
-                tx <- crate::rdma::lock::new_spinlock_irq!(tx, "RrxeAh::tx"),
+                route <- crate::rdma::lock::new_spinlock_irq!(route, "RrxeAh::route"),
             }),
             ah_num,
         ))
+    }
+
+    /// Replaces the address vector (`rxe_modify_ah`, with its checks and
+    /// errno) and the route with one resolved from the new vector; the
+    /// next datagram through the handle goes to the new destination.
+    pub(crate) fn modify(ah: &Ah<Rrxe>, attr: AhAttr) -> Result {
+        check_attr(&attr)?;
+        let tx = if xmit_allowed() {
+            Self::resolve_attr(ah.device(), &attr)
+        } else {
+            None
+        };
+        let old = {
+            let mut r = ah.route.lock();
+            r.attr = attr;
+            r.version = r.version.wrapping_add(1);
+            core::mem::replace(&mut r.tx, tx)
+        };
+        // The old route is released outside the lock, keeping the time
+        // with interrupts off short.
+        drop(old);
+        Ok(())
+    }
+
+    /// The address vector.
+    pub(crate) fn attr(ah: &Ah<Rrxe>) -> AhAttr {
+        ah.route.lock().attr.clone()
     }
 
     fn resolve_attr(dev: &Device<Rrxe>, attr: &AhAttr) -> Option<TxCtx> {
@@ -111,21 +152,21 @@ impl RrxeAh {
     /// Resolves the route now if it is missing; only where interrupts are
     /// enabled (e.g. a QP's kick).
     pub(crate) fn resolve(ah: &Ah<Rrxe>) {
-        if ah.tx.lock().is_some() || !xmit_allowed() {
+        if !xmit_allowed() {
             return;
         }
-        let ctx = Self::resolve_attr(ah.device(), &ah.attr);
-        let mut t = ah.tx.lock();
-        if t.is_none() {
-            *t = ctx;
+        let (attr, version) = {
+            let r = ah.route.lock();
+            if r.tx.is_some() {
+                return;
+            }
+            (r.attr.clone(), r.version)
+        };
+        let ctx = Self::resolve_attr(ah.device(), &attr);
+        let mut r = ah.route.lock();
+        if r.tx.is_none() && r.version == version {
+            r.tx = ctx;
         }
-    }
-
-    /// Network type of the source GID (RoCEv2 over IPv4 or IPv6; checked at
-    /// creation).
-    #[expect(dead_code, reason = "the UD transport comes with the next issue")]
-    pub(crate) fn network_type(&self) -> Option<NetworkType> {
-        self.attr.network_type()
     }
 
     /// Frees the AH number.

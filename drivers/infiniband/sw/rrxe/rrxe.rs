@@ -21,7 +21,7 @@
 //! 2. A QP's `state` ([`qp::RrxeQp`]). Never two at once: packets built
 //!    under it are sent, and local ones delivered to their QP, after it is
 //!    dropped.
-//! 3. Under the QP's state: an AH's route (`RrxeAh::tx`, UD sends), or the
+//! 3. Under the QP's state: an AH's route (`RrxeAh::route`, UD sends), or the
 //!    device's `atomic_ops` (an atomic's read-modify-write); never both.
 //! 4. Under those: a fast-register region's state (`RrxeMr::fast`) or a
 //!    window's binding (`RrxeMw::bind`); never both.

@@ -256,18 +256,18 @@ fn send_datagram(
         complete_send(qp, st, w.wr_id, signaled, WcStatus::LocQpOpErr, 0, true);
         return true;
     };
-    let mut tx_guard = ah.tx.lock();
+    let mut route = ah.route.lock();
     // A route that changed since it was cached (`dst_check`) is looked up
     // again by the kick, as a missing one: rdma_rxe looks up a UD route for
     // every packet. On the last try (routes changing under every lookup)
     // the stale one is used rather than the datagram lost.
-    if st.ud_route_tries < 2 && tx_guard.as_ref().is_some_and(|t| !t.route_is_current()) {
-        *tx_guard = None;
+    if st.ud_route_tries < 2 && route.tx.as_ref().is_some_and(|t| !t.route_is_current()) {
+        route.tx = None;
     }
-    let Some(tx) = tx_guard.as_ref() else {
-        // The AH was created where no route lookup could run: the QP's
-        // kick resolves it and sends this WQE then.
-        drop(tx_guard);
+    let Some(tx) = route.tx.as_ref() else {
+        // The AH was created or modified where no route lookup could
+        // run: the QP's kick resolves it and sends this WQE then.
+        drop(route);
         if st.ud_route_tries < 2 {
             st.ud_route_tries += 1;
             qp.kick();

@@ -477,7 +477,11 @@ impl Driver for Rrxe {
     }
 
     fn query_ah(ah: &Ah<Self>) -> AhAttr {
-        ah.attr.clone()
+        RrxeAh::attr(ah)
+    }
+
+    fn modify_ah(ah: &Ah<Self>, attr: AhAttr) -> Result {
+        RrxeAh::modify(ah, attr)
     }
 
     fn destroy_ah(ah: &Ah<Self>) -> Result {
