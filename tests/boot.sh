@@ -128,3 +128,29 @@ suite_status() {
 suite_seconds() {
 	grep -F "== suite $2 end:" "$1" | sed -n 's/.* after \([0-9]*\) s$/\1/p' | sort -n | tail -n 1
 }
+
+# failed_cases LABEL LOG: each "not ok" line of LOG, after the last lines its
+# case printed (per VM), so a failure in CI's output says what failed.
+failed_cases() {
+	awk -v label="$1" '
+	{
+		p = ""
+		if (match($0, /^\[(vm[0-9]|host)\] /)) p = substr($0, 1, RLENGTH)
+		body = substr($0, length(p) + 1)
+	}
+	body ~ /^# / { n[p] = 0; next }
+	body ~ /^    / { if (n[p] < 2000) buf[p, n[p]++] = $0; next }
+	body ~ /^not ok / {
+		# What the case said failed (at most 8 lines), then its last 4 lines.
+		k = 0
+		for (i = 0; i < n[p] - 4 && k < 8; i++)
+			if (buf[p, i] ~ /FAIL|[Ee]rror|[Tt]imed out|not ok/) {
+				print label ":   " buf[p, i]
+				k++
+			}
+		for (i = (n[p] > 4 ? n[p] - 4 : 0); i < n[p]; i++)
+			print label ":   " buf[p, i]
+		print label ": " $0
+		n[p] = 0
+	}' "$2"
+}

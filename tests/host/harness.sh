@@ -127,4 +127,13 @@ for bad in 4k 0 , "4096;65536" 1e3; do
 		echo "ok bench-sizes-refused '$bad'"
 	fi
 done
+# A failing case's own lines come with its "not ok" line (tests/run prints
+# them last, as CI keeps only the end of the output): what it said failed,
+# then its last lines; other VMs' lines and passing cases stay out.
+printf '%s\n' '[vm1] # a: x' '[vm1]     FAIL: boom' '[vm1]     l2' '[vm2] # b: y' \
+	'[vm1]     l3' '[vm1]     l4' '[vm1]     l5' '[vm2]     FAIL: not this one' \
+	'[vm1]     (exit status 1)' '[vm1] not ok a' '[vm2] ok b' 'not ok c' >"$RUN/cases.log"
+expect failed-cases "L:   [vm1]     FAIL: boom|L:   [vm1]     l3|L:   [vm1]     l4|L:   [vm1]     l5|L:   [vm1]     (exit status 1)|L: [vm1] not ok a|L: not ok c" \
+	"$(failed_cases L "$RUN/cases.log" | paste -sd'|')"
+
 exit $failed
