@@ -53,7 +53,8 @@ vm_start() {
 	# DRIVER1/DRIVER2 give the VMs of a pair different drivers (interop).
 	eval "driver=\${DRIVER$i:-\$DRIVER}"
 	mkdir -p "$dir/in" "$dir/out"
-	cp "$RRXE_ROOT/qemu/guest/init" "$RRXE_ROOT/qemu/guest/lib.sh" "$RRXE_ROOT/qemu/guest/suites.sh" "$dir/in/"
+	cp "$RRXE_ROOT/qemu/guest/init" "$RRXE_ROOT/qemu/guest/lib.sh" "$RRXE_ROOT/qemu/guest/suites.sh" \
+		"$RRXE_ROOT/qemu/guest/barrierd.py" "$dir/in/"
 	[ -n "$script" ] && cp "$script" "$dir/in/script"
 	# VM_FILES: more host files for the guest, found there under /rrxe/in/.
 	local f

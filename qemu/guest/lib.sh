@@ -127,29 +127,43 @@ wait_tcp() {
 }
 
 # barrier NAME [SECONDS]: meet the peer VM at a named point (both VMs call it).
-# VM 1 listens, VM 2 connects; each barrier uses its own port.
+# Each barrier has its own number (BARRIER_PORT, counted up by both VMs in
+# step); VM 1's barrier server (qemu/guest/barrierd.py, started by
+# suites.sh) answers both VMs once both wait at it.  Bash's own /dev/tcp
+# and read: no new process per barrier.
 BARRIER_PORT=7000
+BARRIERD_PORT=5990
 barrier() {
-	local port=$BARRIER_PORT
+	local rc=0
+	barrier_ask wait "${2:-120}" || rc=1
+	# Both VMs count every barrier, passed or not, to stay in step.
 	BARRIER_PORT=$((BARRIER_PORT + 1))
-	if [ "$VM" = 1 ]; then
-		timeout "${2:-120}" python3 -c '
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("", int(sys.argv[1]))); s.listen(1); c, _ = s.accept(); c.recv(1)' "$port"
-	else
-		# Connect every 0.2 s with bash's own /dev/tcp: a refused try
-		# costs no new Python.
-		timeout "${2:-120}" bash -c 'until echo x 2>/dev/null >"/dev/tcp/$0/$1"; do sleep 0.2; done' \
-			"$PEER_IP" "$port"
-	fi
+	return $rc
 }
 
 # barrier_reached: VM 2's one try at the next barrier, without waiting:
 # true (and the barrier passed) when VM 1 is already at it.
 barrier_reached() {
-	echo x 2>/dev/null >"/dev/tcp/$PEER_IP/$BARRIER_PORT" || return 1
+	barrier_ask try 10 || return 1
 	BARRIER_PORT=$((BARRIER_PORT + 1))
+}
+
+# barrier_ask VERB SECONDS: one request to the barrier server about the
+# next barrier, which it passes ("go") within SECONDS or not.
+barrier_ask() {
+	local host=$PEER_IP fd reply= end=$((SECONDS + $2)) left
+	[ "$VM" = 1 ] && host=127.0.0.1
+	# The server may not listen yet (VM 1 still booting).
+	until exec {fd}<>"/dev/tcp/$host/$BARRIERD_PORT"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.2
+	done 2>/dev/null
+	echo "$1 $BARRIER_PORT $VM" >&"$fd"
+	left=$((end - SECONDS))
+	[ "$left" -gt 0 ] || left=1
+	read -r -t "$left" reply <&"$fd"
+	exec {fd}>&-
+	[ "$reply" = go ]
 }
 
 # A value handed from VM 2 to VM 1 over TCP (VM 1 listens): recv_value

@@ -15,6 +15,12 @@
 # the "rrxe-harness: suite" markers, and checks each suite's part for
 # kernel reports on its own.
 
+# VM 1 serves the barriers of both VMs (lib.sh, barrier), for the whole
+# boot, in a session of its own.
+if [ "$VM" = 1 ] && [ -n "$PEER_IP" ]; then
+	setsid python3 /rrxe/in/barrierd.py "$BARRIERD_PORT" </dev/null >/rrxe/out/barrierd.log 2>&1 &
+fi
+
 SUITE_INDEX=0
 SUITES_FAILED=0
 PEER_GONE=

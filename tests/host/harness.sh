@@ -136,4 +136,30 @@ printf '%s\n' '[vm1] # a: x' '[vm1]     FAIL: boom' '[vm1]     l2' '[vm2] # b: y
 expect failed-cases "L:   [vm1]     FAIL: boom|L:   [vm1]     l3|L:   [vm1]     l4|L:   [vm1]     l5|L:   [vm1]     (exit status 1)|L: [vm1] not ok a|L: not ok c" \
 	"$(failed_cases L "$RUN/cases.log" | paste -sd'|')"
 
+# The barriers (qemu/guest/lib.sh, barrierd.py) with both "VMs" on this
+# host: neither passes before the other arrives, a one-sided wait times out
+# and counts, barrier_reached passes only with VM 1 already waiting.
+bport=$((20000 + RANDOM % 20000))
+python3 "$RRXE_ROOT/qemu/guest/barrierd.py" "$bport" &
+bpid=$!
+vm_side() { # VM SCRIPT
+	VM=$1 PEER_IP=127.0.0.1 BARRIERD_PORT=$bport bash -c \
+		". '$RRXE_ROOT/qemu/guest/lib.sh'; BARRIERD_PORT=$bport; $2"
+}
+vm_side 1 'barrier a; echo "1a $? $SECONDS"; barrier b 1; echo "1b $?"; sleep 2; barrier c; echo "1c $?"' \
+	>"$RUN/b1.log" 2>&1 &
+b1=$!
+# VM 2 skips barrier b (counting it, as a VM that gave up on it would).
+vm_side 2 'sleep 2; barrier a; echo "2a $?"; sleep 2; BARRIER_PORT=$((BARRIER_PORT + 1));
+	barrier_reached; echo "2try-early $?"; sleep 2; barrier_reached; echo "2try $? $BARRIER_PORT"' \
+	>"$RUN/b2.log" 2>&1
+wait $b1
+kill $bpid 2>/dev/null
+wait $bpid 2>/dev/null
+expect barrier-waits "1a 0 2" "$(grep '^1a' "$RUN/b1.log")"
+expect barrier-both "2a 0" "$(grep '^2a' "$RUN/b2.log")"
+expect barrier-timeout "1b 1" "$(grep '^1b' "$RUN/b1.log")"
+expect barrier-reached-not-yet "2try-early 1" "$(grep '^2try-early' "$RUN/b2.log")"
+expect barrier-reached "2try 0 7003|1c 0" "$(grep '^2try ' "$RUN/b2.log")|$(grep '^1c' "$RUN/b1.log")"
+
 exit $failed
