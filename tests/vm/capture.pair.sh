@@ -8,8 +8,8 @@
 # (tests/vm/capture.check.sh) verifies every packet's ICRC with an
 # independent checker (tests/tools/icrc_check.py) and that tshark decodes
 # every packet as InfiniBand (RoCEv2).
-# runs: rrxe@debug rxe@fast
-# full-runs: rxe@debug
+# runs: rrxe@fast rxe@fast
+# full-runs: rrxe@debug rxe@debug
 # host-check: tests/vm/capture.check.sh
 
 MY_IP6=fd00:4791::$VM
