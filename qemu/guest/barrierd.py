@@ -24,6 +24,10 @@ where = {}     # connection -> (ID, VM) while it waits
 
 
 def drop(c):
+    # Once only: a connection answered and closed while handling another
+    # may still be in the same select() result.
+    if c not in pending:
+        return
     at = where.pop(c, None)
     if at is not None:
         w = waiting.get(at[0], {})
@@ -66,23 +70,33 @@ def request(c, line):
             answer(p, b"go")
 
 
+def serve(key):
+    if key.fileobj is srv:
+        c, _ = srv.accept()
+        pending[c] = b""
+        sel.register(c, selectors.EVENT_READ)
+        return
+    c = key.fileobj
+    if c not in pending:
+        return
+    try:
+        data = c.recv(256)
+    except OSError:
+        data = b""
+    if not data:
+        drop(c)
+        return
+    if c in where:
+        return
+    pending[c] += data
+    if b"\n" in pending[c]:
+        request(c, pending[c].split(b"\n", 1)[0])
+
+
 while True:
     for key, _ in sel.select():
-        if key.fileobj is srv:
-            c, _ = srv.accept()
-            pending[c] = b""
-            sel.register(c, selectors.EVENT_READ)
-            continue
-        c = key.fileobj
+        # A bug here must not end the boot's barriers: said, and served on.
         try:
-            data = c.recv(256)
-        except OSError:
-            data = b""
-        if not data:
-            drop(c)
-            continue
-        if c in where:
-            continue
-        pending[c] += data
-        if b"\n" in pending[c]:
-            request(c, pending[c].split(b"\n", 1)[0])
+            serve(key)
+        except Exception as e:
+            print("barrierd:", repr(e), file=sys.stderr, flush=True)
