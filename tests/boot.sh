@@ -129,28 +129,38 @@ suite_seconds() {
 	grep -F "== suite $2 end:" "$1" | sed -n 's/.* after \([0-9]*\) s$/\1/p' | sort -n | tail -n 1
 }
 
-# failed_cases LABEL LOG: each "not ok" line of LOG, after the last lines its
-# case printed (per VM), so a failure in CI's output says what failed.
+# failed_cases LABEL LOG: each "not ok" line of LOG, after the lines its
+# case printed (per VM) that say what failed (FAIL, error, timed out; the
+# first 8) and its last 4 lines, so a failure in CI's output says what
+# failed.  A case's lines are those since its "# NAME: ..." line or the
+# last "ok" line.
 failed_cases() {
 	awk -v label="$1" '
+	function reset(p) { nf[p] = 0; n[p] = 0 }
 	{
 		p = ""
 		if (match($0, /^\[(vm[0-9]|host)\] /)) p = substr($0, 1, RLENGTH)
 		body = substr($0, length(p) + 1)
 	}
-	body ~ /^# / { n[p] = 0; next }
-	body ~ /^    / { if (n[p] < 2000) buf[p, n[p]++] = $0; next }
+	body ~ /^# / || body ~ /^ok / { reset(p); next }
+	body ~ /^    / {
+		# The last 4 lines in a ring; what failed kept apart (8 at most).
+		last[p, n[p] % 4] = $0
+		n[p]++
+		if (body ~ /FAIL|[Ee]rror|[Tt]imed out|not ok/ && nf[p] < 8)
+			fails[p, nf[p]++] = $0 SUBSEP n[p]
+		next
+	}
 	body ~ /^not ok / {
-		# What the case said failed (at most 8 lines), then its last 4 lines.
-		k = 0
-		for (i = 0; i < n[p] - 4 && k < 8; i++)
-			if (buf[p, i] ~ /FAIL|[Ee]rror|[Tt]imed out|not ok/) {
-				print label ":   " buf[p, i]
-				k++
-			}
-		for (i = (n[p] > 4 ? n[p] - 4 : 0); i < n[p]; i++)
-			print label ":   " buf[p, i]
+		first = n[p] > 4 ? n[p] - 4 : 0
+		for (i = 0; i < nf[p]; i++) {
+			split(fails[p, i], f, SUBSEP)
+			if (f[2] <= first)
+				print label ":   " f[1]
+		}
+		for (i = first; i < n[p]; i++)
+			print label ":   " last[p, i % 4]
 		print label ": " $0
-		n[p] = 0
+		reset(p)
 	}' "$2"
 }

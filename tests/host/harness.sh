@@ -135,6 +135,16 @@ printf '%s\n' '[vm1] # a: x' '[vm1]     FAIL: boom' '[vm1]     l2' '[vm2] # b: y
 	'[vm1]     (exit status 1)' '[vm1] not ok a' '[vm2] ok b' 'not ok c' >"$RUN/cases.log"
 expect failed-cases "L:   [vm1]     FAIL: boom|L:   [vm1]     l3|L:   [vm1]     l4|L:   [vm1]     l5|L:   [vm1]     (exit status 1)|L: [vm1] not ok a|L: not ok c" \
 	"$(failed_cases L "$RUN/cases.log" | paste -sd'|')"
+# A bare "not ok" after a passing case shows none of its lines; a long
+# case keeps its early FAIL and its true last lines.
+{
+	printf '%s\n' '[vm1] # p: x' '[vm1]     passing output' '[vm1] ok p' '[vm1] not ok reset-vm1'
+	printf '%s\n' '[vm1] # long: y' '[vm1]     FAIL: early'
+	seq 3000 | sed 's/^/[vm1]     line /'
+	printf '%s\n' '[vm1]     (exit status 1)' '[vm1] not ok long'
+} >"$RUN/cases2.log"
+expect failed-cases-bare-and-long "L: [vm1] not ok reset-vm1|L:   [vm1]     FAIL: early|L:   [vm1]     line 2998|L:   [vm1]     line 2999|L:   [vm1]     line 3000|L:   [vm1]     (exit status 1)|L: [vm1] not ok long" \
+	"$(failed_cases L "$RUN/cases2.log" | paste -sd'|')"
 
 # The barriers (qemu/guest/lib.sh, barrierd.py) with both "VMs" on this
 # host: neither passes before the other arrives, a one-sided wait times out
@@ -156,7 +166,8 @@ vm_side 2 'sleep 2; barrier a; echo "2a $?"; sleep 2; BARRIER_PORT=$((BARRIER_PO
 wait $b1
 kill $bpid 2>/dev/null
 wait $bpid 2>/dev/null
-expect barrier-waits "1a 0 2" "$(grep '^1a' "$RUN/b1.log")"
+# VM 1 waited for VM 2's 2 s (bash's SECONDS counts whole seconds: 2 or 3).
+expect barrier-waits "1a 0" "$(grep -E '^1a 0 [23]$' "$RUN/b1.log" | cut -d' ' -f1-2)"
 expect barrier-both "2a 0" "$(grep '^2a' "$RUN/b2.log")"
 expect barrier-timeout "1b 1" "$(grep '^1b' "$RUN/b1.log")"
 expect barrier-reached-not-yet "2try-early 1" "$(grep '^2try-early' "$RUN/b2.log")"
