@@ -234,8 +234,9 @@ check_file_set_round() {
 }
 
 # check_fio_verify DIR: cases fio-verify-4k, -64k and -1m: a file in DIR
-# each (2, 4 and 8 MiB: 512, 64 and 8 requests), written in random order
-# with O_DIRECT, then read back and checked (CRC32C in every block).
+# each (2, 4 and 8 MiB: 512, 64 and 8 requests; half as much in make test),
+# written in random order with O_DIRECT, then read back and checked (CRC32C
+# in every block).
 check_fio_verify() {
 	local bs size sizes="4k:2M 64k:4M 1m:8M"
 	# make test (TEST_LEVEL quick) writes half as much: on the debug kernel

@@ -10,7 +10,7 @@
 #                       computes independently (IBTA RoCEv2 Annex A17);
 #   tshark-decodes-all  tshark's RoCEv2 dissector decodes every one of them as
 #                       InfiniBand, none malformed.
-# Run by hand on any run: tests/vm/capture.check.sh results/latest/vm1/out/capture-rrxe-debug
+# Run by hand on any run: tests/vm/capture.check.sh results/latest/vm1/out/capture-rrxe-fast
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 run=${1:-}
