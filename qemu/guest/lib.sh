@@ -153,7 +153,9 @@ barrier_reached() {
 barrier_ask() {
 	local host=$PEER_IP fd reply= end=$((SECONDS + $2)) left
 	[ "$VM" = 1 ] && host=127.0.0.1
-	# The server may not listen yet (VM 1 still booting).
+	# The server may not listen yet (VM 1 still booting).  One try can
+	# block for the kernel's SYN retries when VM 1 drops the packets (the
+	# deadline is checked between tries; the suite's time limit bounds all).
 	until exec {fd}<>"/dev/tcp/$host/$BARRIERD_PORT"; do
 		[ "$SECONDS" -lt "$end" ] || return 1
 		sleep 0.2
