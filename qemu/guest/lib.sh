@@ -238,14 +238,17 @@ check_file_set_round() {
 # check_fio_verify DIR: cases fio-verify-4k, -64k and -1m: a file in DIR
 # each (2, 4 and 8 MiB: 512, 64 and 8 requests; half as much in make test),
 # written in random order with O_DIRECT, then read back and checked (CRC32C
-# in every block).
+# in every block).  Sets FIO_MIB to the MiB written.
 check_fio_verify() {
 	local bs size sizes="4k:2M 64k:4M 1m:8M"
 	# make test (TEST_LEVEL quick) writes half as much: on the debug kernel
 	# the 4 KiB round alone took 24 s of NFS (2026-12-07).
 	[ "${TEST_LEVEL:-full}" = full ] || sizes="4k:1M 64k:2M 1m:4M"
+	# What was written, for the suites' fabric_moved: 14 or 7 MiB.
+	FIO_MIB=0
 	for bs in $sizes; do
 		size=${bs#*:} bs=${bs%:*}
+		FIO_MIB=$((FIO_MIB + ${size%M}))
 		check "fio-verify-$bs" timeout 300 fio --name="v$bs" --filename="$1/fio.$bs" \
 			--size="$size" --bs="$bs" --rw=randwrite --direct=1 --ioengine=psync \
 			--verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=terse --minimal
