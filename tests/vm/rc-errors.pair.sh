@@ -73,7 +73,7 @@
 #                 packets the first (no immediate) is refused: the event,
 #                 and the receive flushed
 #   sqd-idle      SQD on an idle QP drains at once, SQD->SQD again
-#   sqd           a 1 MiB WRITE (acknowledges delayed 20 ms), then RTS->SQD
+#   sqd           a 4 MiB WRITE (acknowledges delayed 20 ms), then RTS->SQD
 #                 (sq_draining 1, the WRITE not done) and a SEND posted in
 #                 SQD: the WRITE completes, then IBV_EVENT_SQ_DRAINED,
 #                 sq_draining 0;
@@ -210,7 +210,10 @@ def delta(c0, name):
     return counters().get(name, 0) - c0.get(name, 0)
 
 def pattern(seed, n):
-    return bytes((i * 13 + seed) & 0xFF for i in range(n))
+    # Byte i is (i * 13 + seed) mod 256: a period of 256, repeated (a
+    # generator over every byte is slow at 4 MiB, the debug kernel most).
+    period = bytes((i * 13 + seed) & 0xFF for i in range(256))
+    return (period * (n // 256 + 1))[:n]
 
 ctx = Context(name=DEV)
 MY_GID = ctx.query_gid(1, GIDX).gid
@@ -1379,7 +1382,9 @@ def case_access_imm(ctl, name, length=64):
         ctl.sync("done")
     end.close()
 
-SQD_WRITE = 1 << 20
+# 4 MiB: at 1 MiB the WRITE (160 ms at least) once completed before the
+# case's Python had polled for it on the debug kernel (2026-12-07).
+SQD_WRITE = 4 << 20
 
 def to_sqd(end, notify=True):
     """RTS->SQD asks for the event (EN_SQD_ASYNC_NOTIFY); SQD->SQD may not
@@ -1402,7 +1407,7 @@ def sq_draining(end):
     return attr.sq_draining
 
 def case_sqd(ctl, name):
-    """SQD (IBTA Vol 1 §10.3.1): a 1 MiB WRITE is posted, the QP moved to
+    """SQD (IBTA Vol 1 §10.3.1): a 4 MiB WRITE is posted, the QP moved to
     SQD and a SEND posted there. The WRITE finishes, then SQ_DRAINED
     arrives and sq_draining reads 0; the SEND does not start in SQD; back
     in RTS it completes (on rrxe at once, on rdma_rxe with the next
@@ -1415,8 +1420,8 @@ def case_sqd(ctl, name):
         end.connect(ctl.xchg(end.info()))
         end.post_recv(7, off=SQD_WRITE, length=2048)
         end.post_recv(8, off=SQD_WRITE + 2048, length=2048)
-        # Acknowledges 20 ms late: the WRITE's 1024 packets, at most 128
-        # unacknowledged, take 160 ms at least, so it is in progress when
+        # Acknowledges 20 ms late: the WRITE's 4096 packets, at most 128
+        # unacknowledged, take 640 ms at least, so it is in progress when
         # the peer moves to SQD.
         subprocess.run(["tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "20ms"],
                        check=True)
