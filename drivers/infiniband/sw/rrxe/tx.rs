@@ -242,7 +242,8 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
             return;
         }
         while let Some(mut skb) = qp.txq.pop_front() {
-            if skb.dst_is_loopback() && local_budget == 0 {
+            let local = skb.dst_is_loopback();
+            if local && local_budget == 0 {
                 // Back at the head, in order: the sleepable work goes on
                 // from it.
                 qp.txq.push_front(skb);
@@ -251,7 +252,7 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
             }
             let len = skb.len();
             trace_send(dev, qp.qp_num(), &mut skb);
-            if skb.dst_is_loopback() {
+            if local {
                 local_budget -= 1;
                 // To an address of this host: straight to the receive path,
                 // as the C driver's loopback does (the IP stack would hand
