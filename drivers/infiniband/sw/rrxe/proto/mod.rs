@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod ack;
 pub mod aeth;
 pub mod atmack;
 pub mod atmeth;

@@ -8,8 +8,11 @@
 
 use crate::{
     proto::{
+        ack::{
+            self,
+            Then, //
+        },
         aeth::{
-            Aeth,
             NakCode,
             Syndrome, //
         },
@@ -17,10 +20,6 @@ use crate::{
         opcode::Operation,
         packet::Packet,
         psn::Psn,
-        rc::{
-            self,
-            AckAction, //
-        },
         wqe::SendWqe, //
     },
     rdma::{
@@ -52,7 +51,6 @@ use crate::rrxe::{
 };
 
 use super::{
-    arm_retransmit,
     complete_head,
     fail_head,
     meta,
@@ -62,6 +60,114 @@ use super::{
     sq_before, //
     WqeMeta,   //
 };
+
+/// The completer's rules ([`ack`]) acting on a QP: its state, timers,
+/// counters, tracepoints and send CQ.
+pub(super) struct Completer<'a> {
+    qp: &'a Qp<Rrxe>,
+    st: &'a mut State,
+    /// The AETH syndrome byte of the acknowledge being handled, for the
+    /// NAK tracepoint.
+    syndrome: u8,
+}
+
+impl<'a> Completer<'a> {
+    pub(super) fn new(qp: &'a Qp<Rrxe>, st: &'a mut State, syndrome: u8) -> Self {
+        Completer { qp, st, syndrome }
+    }
+}
+
+impl ack::Effects for Completer<'_> {
+    fn window(&mut self) -> &mut ack::Window {
+        &mut self.st.req.win
+    }
+
+    fn limits(&self) -> ack::Limits {
+        ack::Limits {
+            retry_cnt: self.st.attr.retry_cnt(),
+            rnr_retry: self.st.attr.rnr_retry(),
+            timeout: self.st.attr.timeout(),
+        }
+    }
+
+    fn retire(&mut self, upto: Psn) -> bool {
+        retire(self.qp, self.st, upto)
+    }
+
+    fn oldest_rd_atomic(&mut self) -> Option<Psn> {
+        let st = &*self.st;
+        let head = meta(st, st.sq.consumer());
+        (sq_before(st, st.sq.consumer(), st.req.started_end) && head.rd_atomic)
+            .then_some(head.first_psn)
+    }
+
+    fn position(&mut self) -> Psn {
+        self.st.req.psn
+    }
+
+    fn set_position(&mut self, psn: Psn) {
+        set_position(self.st, psn);
+    }
+
+    fn retransmit(&mut self, from: Psn, why: ack::Retransmit) {
+        let reason = match why {
+            ack::Retransmit::SequenceNak => RetransmitReason::SequenceNak,
+            ack::Retransmit::Timeout => RetransmitReason::Timeout,
+            ack::Retransmit::Rnr => RetransmitReason::Rnr,
+            ack::Retransmit::ImpliedNak => RetransmitReason::ImpliedNak,
+        };
+        trace::retransmit(self.qp.device(), self.qp.qp_num(), from.get(), reason);
+    }
+
+    fn nak(&mut self, psn: Psn) {
+        let (dev, qpn) = (self.qp.device(), self.qp.qp_num());
+        trace::nak(dev, qpn, psn.get(), self.syndrome, false);
+    }
+
+    fn arm(&mut self, timer: ack::Timer, usecs: u64) {
+        self.qp.arm_timer(qp_timer(timer), usecs);
+    }
+
+    fn cancel(&mut self, timer: ack::Timer) {
+        self.qp.cancel_timer(qp_timer(timer));
+    }
+
+    fn count(&mut self, event: ack::Event) {
+        qp_counts(self.qp).inc(match event {
+            ack::Event::RnrNak => Counter::RcvdRnrErr,
+            ack::Event::RnrRetryExceeded => Counter::RetryRnrExceededErr,
+            ack::Event::SequenceNak => Counter::RcvdSeqErr,
+            ack::Event::Retry => Counter::CompleterRetryErr,
+            ack::Event::RetryExceeded => Counter::RetryExceededErr,
+        });
+    }
+
+    fn fail_head(&mut self, why: ack::Failure) {
+        let status = match why {
+            ack::Failure::RnrRetryExceeded => WcStatus::RnrRetryExcErr,
+            ack::Failure::RetryExceeded => WcStatus::RetryExcErr,
+            ack::Failure::Nak(NakCode::RemoteAccessError) => WcStatus::RemAccessErr,
+            ack::Failure::Nak(NakCode::RemoteOperationalError) => WcStatus::RemOpErr,
+            ack::Failure::Nak(NakCode::InvalidRdRequest) => WcStatus::RemInvRdReqErr,
+            ack::Failure::Nak(_) => WcStatus::RemInvReqErr,
+        };
+        fail_head(self.qp, self.st, status);
+    }
+}
+
+fn qp_timer(t: ack::Timer) -> QpTimer {
+    match t {
+        ack::Timer::Retransmit => QpTimer::Retransmit,
+        ack::Timer::Rnr => QpTimer::Rnr,
+    }
+}
+
+/// Runs the requester if the rule asked for it.
+fn then(qp: &Qp<Rrxe>, st: &mut State, then: Then, sq_sig_all: bool) {
+    if then == Then::RunRequester {
+        run_requester(qp, st, sq_sig_all);
+    }
+}
 
 /// Completer: an acknowledge (ACK, RNR NAK or NAK) arrived.
 pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
@@ -84,146 +190,20 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     let Ok(syndrome) = aeth.syndrome() else {
         return;
     };
-    let psn = pkt.bth().psn;
-    let progress = match rc::classify_ack(psn, st.req.comp_psn, st.req.sent_end, syndrome) {
-        AckAction::Ignore => return,
-        AckAction::Acknowledge => on_positive_ack(qp, st, psn),
-        AckAction::RnrWait { timer } => match on_rnr_nak(qp, st, &aeth, psn, timer) {
-            Some(p) => p,
-            None => return,
-        },
-        AckAction::Resend => on_sequence_nak(qp, st, &aeth, psn),
-        AckAction::Fail(code) => return on_fatal_nak(qp, st, &aeth, psn, code),
-    };
-    if progress {
-        st.req.retry_left = st.attr.retry_cnt();
-        if !st.req.rnr_wait {
-            st.req.rnr_left = st.attr.rnr_retry();
-        }
-    }
-    if st.req.rnr_wait {
-        return;
-    }
-    follow_window(qp, st, sq_sig_all);
-}
-
-/// An ACK of `psn` (IBTA Vol 1 §9.7.5.2.1): retires what it covers. It
-/// always counts as progress: even without a retired WQE, the window
-/// moved.
-fn on_positive_ack(qp: &Qp<Rrxe>, st: &mut State, psn: Psn) -> bool {
-    retire(qp, st, psn);
-    let head = meta(st, st.sq.consumer());
-    if sq_before(st, st.sq.consumer(), st.req.started_end)
-        && head.rd_atomic
-        && !head.first_psn.after(psn)
-    {
-        // Acknowledged past a READ whose responses did not all arrive, or
-        // an atomic whose acknowledge was lost: ask again (the responder
-        // replays an atomic's result).
-        let from = if st.req.comp_psn.before(head.first_psn) {
-            head.first_psn
-        } else {
-            st.req.comp_psn
-        };
-        st.req.comp_psn = from;
-        trace::retransmit(
-            qp.device(),
-            qp.qp_num(),
-            from.get(),
-            RetransmitReason::ImpliedNak,
-        );
-        set_position(st, from);
-    } else {
-        st.req.comp_psn = psn.next();
-        if st.req.psn.before(st.req.comp_psn) {
-            set_position(st, st.req.comp_psn);
-        }
-    }
-    true
-}
-
-/// An RNR NAK at `psn` (IBTA Vol 1 §9.7.5.2.8): what precedes it is
-/// acknowledged; the requester waits `timer` and sends again from `psn`,
-/// or, its `rnr_retry` spent, the head WQE fails (`None`).
-fn on_rnr_nak(qp: &Qp<Rrxe>, st: &mut State, aeth: &Aeth, psn: Psn, timer: u8) -> Option<bool> {
-    let counters = qp_counts(qp);
-    counters.inc(Counter::RcvdRnrErr);
-    trace::nak(qp.device(), qp.qp_num(), psn.get(), aeth.syndrome, false);
-    let p = retire(qp, st, psn.sub(1));
-    st.req.comp_psn = psn;
-    let Some(n) = rc::take_retry(st.req.rnr_left, true) else {
-        counters.inc(Counter::RetryRnrExceededErr);
-        fail_head(qp, st, WcStatus::RnrRetryExcErr);
-        return None;
-    };
-    st.req.rnr_left = n;
-    set_position(st, psn);
-    st.req.rnr_wait = true;
-    qp.cancel_timer(QpTimer::Retransmit);
-    st.req.timer_armed = false;
-    qp.arm_timer(
-        QpTimer::Rnr,
-        u64::from(crate::proto::aeth::rnr_timer_usecs(timer)),
+    let next = ack::acknowledge(
+        &mut Completer::new(qp, st, aeth.syndrome),
+        pkt.bth().psn,
+        syndrome,
     );
-    Some(p)
-}
-
-/// A PSN sequence error NAK at `psn` (IBTA Vol 1 §9.7.5.2.4): what
-/// precedes it is acknowledged, and the requester sends again from `psn`.
-fn on_sequence_nak(qp: &Qp<Rrxe>, st: &mut State, aeth: &Aeth, psn: Psn) -> bool {
-    let counters = qp_counts(qp);
-    counters.inc(Counter::RcvdSeqErr);
-    // A retry the completer starts, counted as the C driver does.
-    counters.inc(Counter::CompleterRetryErr);
-    let p = retire(qp, st, psn.sub(1));
-    st.req.comp_psn = psn;
-    let (dev, qpn) = (qp.device(), qp.qp_num());
-    trace::nak(dev, qpn, psn.get(), aeth.syndrome, false);
-    trace::retransmit(dev, qpn, psn.get(), RetransmitReason::SequenceNak);
-    set_position(st, psn);
-    p
-}
-
-/// Any other NAK at `psn` (IBTA Vol 1 §9.7.5.2.5–7): what precedes it is
-/// acknowledged; the head WQE fails with the matching status and the QP
-/// moves to ERR.
-fn on_fatal_nak(qp: &Qp<Rrxe>, st: &mut State, aeth: &Aeth, psn: Psn, code: NakCode) {
-    trace::nak(qp.device(), qp.qp_num(), psn.get(), aeth.syndrome, false);
-    retire(qp, st, psn.sub(1));
-    st.req.comp_psn = psn;
-    let status = match code {
-        NakCode::RemoteAccessError => WcStatus::RemAccessErr,
-        NakCode::RemoteOperationalError => WcStatus::RemOpErr,
-        NakCode::InvalidRdRequest => WcStatus::RemInvRdReqErr,
-        _ => WcStatus::RemInvReqErr,
-    };
-    fail_head(qp, st, status);
+    then(qp, st, next, sq_sig_all);
 }
 
 /// Completer: a READ response packet arrived.
 fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
     let psn = pkt.bth().psn;
-    if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
-        return;
+    if let ack::Response::Skip(next) = ack::read_response(&mut Completer::new(qp, st, 0), psn) {
+        return then(qp, st, next, sq_sig_all);
     }
-    if psn != st.req.comp_psn {
-        // A response was lost: ask again from the first missing one, once
-        // per gap.
-        if !st.req.read_gap {
-            st.req.read_gap = true;
-            // No NAK was received (`rcvd_seq_err`): the completer retries.
-            qp_counts(qp).inc(Counter::CompleterRetryErr);
-            let from = st.req.comp_psn;
-            let reason = RetransmitReason::ImpliedNak;
-            trace::retransmit(qp.device(), qp.qp_num(), from.get(), reason);
-            set_position(st, from);
-            run_requester(qp, st, sq_sig_all);
-        }
-        return;
-    }
-    st.req.read_gap = false;
-    // Everything before the READ is implicitly acknowledged.
-    retire(qp, st, psn.sub(1));
     let idx = st.sq.consumer();
     let m = meta(st, idx);
     if m.empty_read_response && sq_before(st, idx, st.req.started_end) {
@@ -248,12 +228,11 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
     if !place_response(qp, st, idx, offset, payload) {
         return;
     }
-    st.req.comp_psn = psn.next();
     if psn == m.last_psn {
         complete_head(qp, st, WcStatus::Success);
         st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
     }
-    response_progress(qp, st, sq_sig_all);
+    response_placed(qp, st, psn, sq_sig_all);
 }
 
 /// Completer: the READ response that answers the oldest WQE `m`, an ATOMIC
@@ -274,10 +253,9 @@ fn on_empty_read_response(
     if psn != m.first_psn || !pkt.payload().is_empty() || !acked {
         return;
     }
-    st.req.comp_psn = psn.next();
     complete_head(qp, st, WcStatus::Success);
     st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    response_progress(qp, st, sq_sig_all);
+    response_placed(qp, st, psn, sq_sig_all);
 }
 
 /// Places `data` at byte `offset` of the local SGE list of the oldest send
@@ -318,39 +296,23 @@ fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[
     true
 }
 
-/// After a response moved `req.comp_psn`: the retry count starts over, the
-/// retransmit timer follows what is still in flight, and the requester
-/// sends what the window now allows.
-fn response_progress(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    st.req.retry_left = st.attr.retry_cnt();
-    follow_window(qp, st, sq_sig_all);
-}
-
-/// The retransmit timer runs while packets are in flight (IBTA Vol 1
-/// §9.7.6.1.3) and stops when none is; then the requester sends what the
-/// window allows.
-fn follow_window(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    if rc::in_flight(st.req.comp_psn, st.req.sent_end) > 0 {
-        arm_retransmit(qp, st);
-    } else {
-        qp.cancel_timer(QpTimer::Retransmit);
-        st.req.timer_armed = false;
-    }
-    run_requester(qp, st, sq_sig_all);
+/// A response up to `psn` was placed and its WQE, if it was the last
+/// response, completed: the window moves on.
+fn response_placed(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, sq_sig_all: bool) {
+    let next = ack::response_placed(&mut Completer::new(qp, st, 0), psn);
+    then(qp, st, next, sq_sig_all);
 }
 
 /// Completer: an atomic acknowledge arrived, carrying the original value
 /// of the remote word; it goes to the WQE's local buffer, in host order.
 fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
     let psn = pkt.bth().psn;
-    if !rc::ack_in_flight(psn, st.req.comp_psn, st.req.sent_end) {
-        return;
-    }
     let Some(AtomicAckEth { orig }) = pkt.ext().atmack else {
         return;
     };
-    // Everything before the atomic is implicitly acknowledged.
-    retire(qp, st, psn.sub(1));
+    if let ack::Response::Skip(next) = ack::atomic_ack(&mut Completer::new(qp, st, 0), psn) {
+        return then(qp, st, next, sq_sig_all);
+    }
     let idx = st.sq.consumer();
     let m = meta(st, idx);
     if !sq_before(st, idx, st.req.started_end) || !m.atomic || m.first_psn != psn {
@@ -359,10 +321,9 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bo
     if !place_response(qp, st, idx, 0, &orig.to_ne_bytes()) {
         return;
     }
-    st.req.comp_psn = psn.next();
     complete_head(qp, st, WcStatus::Success);
     st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    response_progress(qp, st, sq_sig_all);
+    response_placed(qp, st, psn, sq_sig_all);
 }
 
 /// A timer of the QP fired.
@@ -371,44 +332,10 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
     if !matches!(st.attr.qp_state(), qp_state::RTS | qp_state::SQD) {
         return;
     }
-    match t {
-        QpTimer::Rnr => {
-            st.req.rnr_wait = false;
-            let psn = st.req.psn.get();
-            trace::retransmit(qp.device(), qp.qp_num(), psn, RetransmitReason::Rnr);
-        }
-        QpTimer::Retransmit => {
-            st.req.timer_armed = false;
-            if st.req.rnr_wait {
-                return;
-            }
-            // With nothing in flight the timer was armed for a packet that
-            // could not be built (no memory, no route yet): the requester
-            // tries again, without using a retry. In SQD nothing else
-            // would (no post_send comes while the consumer waits for SQ
-            // Drained).
-            if rc::in_flight(st.req.comp_psn, st.req.sent_end) != 0 {
-                // As the C driver, a `retry_cnt` of 7 retries forever (IBTA
-                // gives 7 that meaning for `rnr_retry` only); ibv_rc_pingpong
-                // and perftest set 7, and a busy host can delay an ACK past
-                // seven local ACK timeouts.
-                match rc::take_retry(st.req.retry_left, true) {
-                    Some(n) => {
-                        st.req.retry_left = n;
-                        qp_counts(qp).inc(Counter::CompleterRetryErr);
-                        let psn = st.req.comp_psn;
-                        let reason = RetransmitReason::Timeout;
-                        trace::retransmit(qp.device(), qp.qp_num(), psn.get(), reason);
-                        set_position(st, psn);
-                    }
-                    None => {
-                        qp_counts(qp).inc(Counter::RetryExceededErr);
-                        fail_head(qp, st, WcStatus::RetryExcErr);
-                        return;
-                    }
-                }
-            }
-        }
-    }
-    run_requester(qp, st, sq_sig_all);
+    let timer = match t {
+        QpTimer::Rnr => ack::Timer::Rnr,
+        QpTimer::Retransmit => ack::Timer::Retransmit,
+    };
+    let next = ack::timer_fired(&mut Completer::new(qp, st, 0), timer);
+    then(qp, st, next, sq_sig_all);
 }

@@ -44,6 +44,7 @@
 
 use crate::{
     proto::{
+        ack,
         opcode::Position,
         psn::Psn,
         rc::{
@@ -142,22 +143,11 @@ pub(crate) struct Req {
     offset: u32,
     /// One past the last send queue index ever started.
     started_end: u32,
-    /// Oldest unacknowledged PSN.
-    comp_psn: Psn,
-    /// One past the highest PSN sent.
-    sent_end: Psn,
-    /// Transport retries left (`retry_cnt`).
-    retry_left: u8,
-    /// RNR retries left (`rnr_retry`).
-    rnr_left: u8,
-    /// Waiting for the RNR timer.
-    rnr_wait: bool,
-    /// The retransmit timer is armed.
-    timer_armed: bool,
+    /// The window, retry counts and timers the completer's rules
+    /// ([`ack`]) keep.
+    win: ack::Window,
     /// RDMA READs and atomics started and not completed.
     reads_in_flight: u32,
-    /// A READ response was missing and the READ was asked again.
-    read_gap: bool,
 }
 
 /// The receive WQE a SEND (or WRITE with immediate) is placed into; its
@@ -207,10 +197,13 @@ impl Req {
     pub(crate) fn reset(&mut self, psn: Psn) {
         *self = Req {
             psn,
-            comp_psn: psn,
-            sent_end: psn,
-            retry_left: self.retry_left,
-            rnr_left: self.rnr_left,
+            win: ack::Window {
+                comp_psn: psn,
+                sent_end: psn,
+                retry_left: self.win.retry_left,
+                rnr_left: self.win.rnr_left,
+                ..ack::Window::default()
+            },
             ..Req::default()
         };
     }
@@ -226,10 +219,10 @@ impl Req {
     /// Sets the retry counts (`retry_cnt`, `rnr_retry`).
     pub(crate) fn set_retries(&mut self, retry: Option<u8>, rnr: Option<u8>) {
         if let Some(r) = retry {
-            self.retry_left = r;
+            self.win.retry_left = r;
         }
         if let Some(r) = rnr {
-            self.rnr_left = r;
+            self.win.rnr_left = r;
         }
     }
 }
@@ -245,12 +238,16 @@ pub(crate) fn details(st: &State) -> [Detail; 10] {
     let r = &st.req;
     [
         (c"sq_next_psn", r.psn.get(), true),
-        (c"sq_unacked_psn", r.comp_psn.get(), true),
-        (c"sq_unacked", rc::in_flight(r.comp_psn, r.sent_end), false),
-        (c"retry_left", u32::from(r.retry_left), false),
-        (c"rnr_retry_left", u32::from(r.rnr_left), false),
-        (c"rnr_wait", u32::from(r.rnr_wait), false),
-        (c"ack_timer", u32::from(r.timer_armed), false),
+        (c"sq_unacked_psn", r.win.comp_psn.get(), true),
+        (
+            c"sq_unacked",
+            rc::in_flight(r.win.comp_psn, r.win.sent_end),
+            false,
+        ),
+        (c"retry_left", u32::from(r.win.retry_left), false),
+        (c"rnr_retry_left", u32::from(r.win.rnr_left), false),
+        (c"rnr_wait", u32::from(r.win.rnr_wait), false),
+        (c"ack_timer", u32::from(r.win.timer_armed), false),
         (c"rd_atomic_in_flight", r.reads_in_flight, false),
         (c"rq_expected_psn", st.resp.epsn.get(), true),
         (c"msn", st.resp.msn, false),
@@ -444,8 +441,5 @@ fn retire(qp: &Qp<Rrxe>, st: &mut State, upto: Psn) -> bool {
 }
 
 fn arm_retransmit(qp: &Qp<Rrxe>, st: &mut State) {
-    if let Some(us) = rc::local_ack_timeout_usecs(st.attr.timeout()) {
-        qp.arm_timer(QpTimer::Retransmit, us);
-        st.req.timer_armed = true;
-    }
+    ack::arm_retransmit(&mut completer::Completer::new(qp, st, 0));
 }

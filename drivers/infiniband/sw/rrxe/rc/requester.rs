@@ -180,13 +180,13 @@ fn queue_request(
     };
     if ok {
         st.req.psn = st.req.psn.add(psns);
-        if st.req.sent_end.before(st.req.psn) {
-            st.req.sent_end = st.req.psn;
+        if st.req.win.sent_end.before(st.req.psn) {
+            st.req.win.sent_end = st.req.psn;
         }
         st.req.next = st.sq.geo.next(st.req.next);
         st.req.offset = 0;
     }
-    if !st.req.timer_armed {
+    if !st.req.win.timer_armed {
         arm_retransmit(qp, st);
     }
     ok
@@ -284,7 +284,7 @@ fn check_sq_drained(qp: &Qp<Rrxe>, st: &mut State) {
     }
     let idle = st.req.offset == 0
         && !sq_before(st, st.sq.consumer(), st.req.started_end)
-        && st.req.comp_psn == st.req.psn;
+        && st.req.win.comp_psn == st.req.psn;
     if idle {
         st.attr.set_sq_draining(0);
         // Reported once the state lock is released, as every caller does
@@ -313,7 +313,7 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
         qp_state::SQD => true,
         _ => return,
     };
-    if st.req.rnr_wait {
+    if st.req.win.rnr_wait {
         return;
     }
     if !complete_local_ops(qp, st) {
@@ -324,7 +324,7 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     let uc = qp.qp_type() == qp_type::UC;
     let service = if uc { Service::Uc } else { Service::Rc };
     loop {
-        if !uc && rc::in_flight(st.req.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
+        if !uc && rc::in_flight(st.req.win.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {
             break;
         }
         // Resumed from the QP's kick when transmit credit comes back.
@@ -562,7 +562,7 @@ fn send_message_packet(
     let last = matches!(seg.position, Position::Last | Position::Only);
     let Some(_) = tx_ctx(qp, st) else {
         // No route yet: the timer (which resolves it) tries again.
-        if !st.req.timer_armed {
+        if !st.req.win.timer_armed {
             arm_retransmit(qp, st);
         }
         return false;
@@ -608,7 +608,7 @@ fn send_message_packet(
                 if cur.idx == st.sq.consumer() {
                     fail_head(qp, st, e.local_status());
                 }
-            } else if !st.req.timer_armed {
+            } else if !st.req.win.timer_armed {
                 // Out of memory: the retransmit timer tries again.
                 arm_retransmit(qp, st);
             }
@@ -617,8 +617,8 @@ fn send_message_packet(
     };
     qp.txq.push_back(skb);
     st.req.psn = st.req.psn.next();
-    if st.req.sent_end.before(st.req.psn) {
-        st.req.sent_end = st.req.psn;
+    if st.req.win.sent_end.before(st.req.psn) {
+        st.req.win.sent_end = st.req.psn;
     }
     if last {
         st.req.next = st.sq.geo.next(cur.idx);
@@ -629,9 +629,9 @@ fn send_message_packet(
     if uc {
         if last {
             complete_head(qp, st, WcStatus::Success);
-            st.req.comp_psn = st.req.psn;
+            st.req.win.comp_psn = st.req.psn;
         }
-    } else if !st.req.timer_armed {
+    } else if !st.req.win.timer_armed {
         arm_retransmit(qp, st);
     }
     true
