@@ -224,7 +224,7 @@ fn rnr_nak(fx: &mut impl Effects, psn: Psn, timer: u8) -> Option<bool> {
     let progress = fx.retire(psn.sub(1));
     let w = fx.window();
     w.comp_psn = psn;
-    let Some(left) = rc::take_retry(w.rnr_left, true) else {
+    let Some(left) = rc::take_retry(w.rnr_left) else {
         fx.count(Event::RnrRetryExceeded);
         fx.fail_head(Failure::RnrRetryExceeded);
         return None;
@@ -352,7 +352,7 @@ pub fn timer_fired(fx: &mut impl Effects, timer: Timer) -> Then {
                 // (IBTA gives 7 that meaning for `rnr_retry` only);
                 // ibv_rc_pingpong and perftest set 7, and a busy host can
                 // delay an ACK past seven local ACK timeouts.
-                let Some(left) = rc::take_retry(w.retry_left, true) else {
+                let Some(left) = rc::take_retry(w.retry_left) else {
                     fx.count(Event::RetryExceeded);
                     fx.fail_head(Failure::RetryExceeded);
                     return Then::Stop;

@@ -271,11 +271,11 @@ pub const fn local_ack_timeout_usecs(timeout: u8) -> Option<u64> {
 }
 
 /// Takes one retry from a 3-bit retry counter (`retry_cnt`, `rnr_retry`):
-/// the counter after the retry, or `None` when no retry is left. With
-/// `seven_is_infinite` (`rnr_retry`, IBTA Vol 1 §9.7.5.2.8) a counter of 7
-/// never runs down.
-pub const fn take_retry(left: u8, seven_is_infinite: bool) -> Option<u8> {
-    if seven_is_infinite && left == 7 {
+/// the counter after the retry, or `None` when no retry is left. A counter
+/// of 7 never runs down: IBTA gives 7 that meaning for `rnr_retry`
+/// (§9.7.5.2.8), and the C driver for `retry_cnt` as well.
+pub const fn take_retry(left: u8) -> Option<u8> {
+    if left == 7 {
         Some(7)
     } else if left > 0 {
         Some(left - 1)
@@ -605,10 +605,10 @@ mod tests {
         assert_eq!(local_ack_timeout_usecs(14), Some(67_108));
         assert_eq!(local_ack_timeout_usecs(1), Some(8));
         assert_eq!(local_ack_timeout_usecs(40), local_ack_timeout_usecs(31));
-        assert_eq!(take_retry(1, false), Some(0));
-        assert_eq!(take_retry(0, true), None);
-        assert_eq!(take_retry(7, true), Some(7));
-        assert_eq!(take_retry(7, false), Some(6));
+        assert_eq!(take_retry(1), Some(0));
+        assert_eq!(take_retry(6), Some(5));
+        assert_eq!(take_retry(0), None);
+        assert_eq!(take_retry(7), Some(7));
     }
 
     #[test]
