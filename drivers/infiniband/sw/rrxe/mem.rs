@@ -61,6 +61,7 @@ use crate::{
         wc::WcStatus,
     },
 };
+use core::ops::Range;
 use kernel::{
     prelude::*,
     sync::aref::ARef, //
@@ -281,67 +282,80 @@ fn offset_in(mr: &Mr<Rrxe>, addr: u64) -> Result<usize, MemError> {
     usize::try_from(addr - mr.iova()).map_err(|_| MemError::Range)
 }
 
-/// Copies `src` into memory at `addr` of the region of `key`.
-pub(crate) fn write(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
-    src: &[u8],
-) -> Result<(), MemError> {
-    if src.is_empty() {
-        return Ok(());
-    }
-    let mr = region(dev, pd_id, key, via, need, addr, src.len())?;
-    match &mr.mapping {
-        Mapping::User(umem) => umem
-            .copy_to(offset_in(&mr, addr)?, src)
-            .map_err(|_| MemError::Range),
-        Mapping::Odp(odp) => {
-            let offset = offset_in(&mr, addr)?;
-            odp.copy_to(offset, src)
-                .map_err(|e| odp_error(&mr, odp, e, offset, src.len(), true))
+/// Which way [`copy`] moves data, with the buffer on the other side of
+/// registered memory (the C driver's `enum rxe_mr_copy_dir`).
+pub(crate) enum CopyDir<'a> {
+    /// From the buffer into registered memory.
+    ToMr(&'a [u8]),
+    /// From registered memory into the buffer.
+    FromMr(&'a mut [u8]),
+}
+
+impl CopyDir<'_> {
+    fn len(&self) -> usize {
+        match self {
+            CopyDir::ToMr(src) => src.len(),
+            CopyDir::FromMr(dst) => dst.len(),
         }
-        Mapping::Dma => mr.kernel_copy_to(addr, src).map_err(|_| MemError::Range),
-        Mapping::Fast(fast) => fast_access(fast, key, need, addr, src.len(), |pages, c| {
-            let from = src.get(c.at..c.at + c.len).ok_or(EINVAL)?;
-            pages.copy_to(c.index, c.offset, from)
-        }),
+    }
+
+    /// Bytes `range` of the buffer, copied the same way.
+    fn part(&mut self, range: Range<usize>) -> Option<CopyDir<'_>> {
+        match self {
+            CopyDir::ToMr(src) => src.get(range).map(CopyDir::ToMr),
+            CopyDir::FromMr(dst) => dst.get_mut(range).map(CopyDir::FromMr),
+        }
     }
 }
 
-/// Copies memory at `addr` of the region of `key` into `dst`.
-pub(crate) fn read(
+/// Copies between the buffer of `dir` and memory at `addr` of the region
+/// of `key`, one way or the other: both walk the same checks and pages.
+pub(crate) fn copy(
     dev: &Device<Rrxe>,
     pd_id: usize,
     key: u32,
     via: Via,
     need: Need,
     addr: u64,
-    dst: &mut [u8],
+    mut dir: CopyDir<'_>,
 ) -> Result<(), MemError> {
-    if dst.is_empty() {
+    let len = dir.len();
+    if len == 0 {
         return Ok(());
     }
-    let mr = region(dev, pd_id, key, via, need, addr, dst.len())?;
+    let mr = region(dev, pd_id, key, via, need, addr, len)?;
     match &mr.mapping {
-        Mapping::User(umem) => umem
-            .copy_from(offset_in(&mr, addr)?, dst)
-            .map_err(|_| MemError::Range),
+        Mapping::User(umem) => {
+            let offset = offset_in(&mr, addr)?;
+            match dir {
+                CopyDir::ToMr(src) => umem.copy_to(offset, src),
+                CopyDir::FromMr(dst) => umem.copy_from(offset, dst),
+            }
+            .map_err(|_| MemError::Range)
+        }
         Mapping::Odp(odp) => {
             let offset = offset_in(&mr, addr)?;
-            // An atomic reads the word it then writes: it is faulted in
-            // writable at once.
-            let write = matches!(need, Need::RemoteAtomic);
-            odp.copy_from(offset, dst)
-                .map_err(|e| odp_error(&mr, odp, e, offset, dst.len(), write))
+            // A write faults its pages in writable, and so does an atomic's
+            // read of the word it then writes.
+            let (r, write) = match dir {
+                CopyDir::ToMr(src) => (odp.copy_to(offset, src), true),
+                CopyDir::FromMr(dst) => (
+                    odp.copy_from(offset, dst),
+                    matches!(need, Need::RemoteAtomic),
+                ),
+            };
+            r.map_err(|e| odp_error(&mr, odp, e, offset, len, write))
         }
-        Mapping::Dma => mr.kernel_copy_from(addr, dst).map_err(|_| MemError::Range),
-        Mapping::Fast(fast) => fast_access(fast, key, need, addr, dst.len(), |pages, c| {
-            let to = dst.get_mut(c.at..c.at + c.len).ok_or(EINVAL)?;
-            pages.copy_from(c.index, c.offset, to)
+        Mapping::Dma => match dir {
+            CopyDir::ToMr(src) => mr.kernel_copy_to(addr, src),
+            CopyDir::FromMr(dst) => mr.kernel_copy_from(addr, dst),
+        }
+        .map_err(|_| MemError::Range),
+        Mapping::Fast(fast) => fast_access(fast, key, need, addr, len, |pages, c| {
+            match dir.part(c.at..c.at + c.len).ok_or(EINVAL)? {
+                CopyDir::ToMr(src) => pages.copy_to(c.index, c.offset, src),
+                CopyDir::FromMr(dst) => pages.copy_from(c.index, c.offset, dst),
+            }
         }),
     }
 }
@@ -495,18 +509,13 @@ pub(crate) fn atomic(
     let mut word = [0u8; 8];
     let via = Via::Rkey(qp_uid);
     let _guard = dev.atomic_ops.lock();
-    read(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, &mut word)?;
+    let from = CopyDir::FromMr(&mut word);
+    copy(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, from)?;
     let orig = u64::from_ne_bytes(word);
     if let Some(new) = op(orig) {
-        write(
-            dev,
-            pd_id,
-            rkey,
-            via,
-            Need::RemoteAtomic,
-            addr,
-            &new.to_ne_bytes(),
-        )?;
+        let new = new.to_ne_bytes();
+        let to = CopyDir::ToMr(&new);
+        copy(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, to)?;
     }
     Ok(orig)
 }
@@ -526,7 +535,8 @@ pub(crate) fn atomic_write(
     check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteWrite, addr)?;
     let _guard = dev.atomic_ops.lock();
     let via = Via::Rkey(qp_uid);
-    write(dev, pd_id, rkey, via, Need::RemoteWrite, addr, &value)
+    let to = CopyDir::ToMr(&value);
+    copy(dev, pd_id, rkey, via, Need::RemoteWrite, addr, to)
 }
 
 /// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
@@ -708,15 +718,8 @@ pub(crate) fn gather(
         |sge, off, at, n| {
             let chunk = dst.get_mut(at..at + n).ok_or(MemError::Length)?;
             let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            read(
-                dev,
-                pd_id,
-                sge.lkey,
-                Via::Lkey,
-                Need::LocalRead,
-                addr,
-                chunk,
-            )
+            let from = CopyDir::FromMr(chunk);
+            copy(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalRead, addr, from)
         },
     )
 }
@@ -764,15 +767,8 @@ fn scatter_into(
         |sge, off, at, n| {
             let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
             let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            write(
-                dev,
-                pd_id,
-                sge.lkey,
-                Via::Lkey,
-                Need::LocalWrite,
-                addr,
-                chunk,
-            )
+            let to = CopyDir::ToMr(chunk);
+            copy(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, to)
         },
     )
 }

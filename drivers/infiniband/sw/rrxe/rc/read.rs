@@ -43,6 +43,7 @@ use crate::rrxe::{
     },
     mem::{
         self,
+        CopyDir,
         MemError,
         Need,
         Via, //
@@ -163,7 +164,8 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
         let via = Via::Rkey(qp.uid);
         let mut fault = None;
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::read(dev, pd_id, rkey, via, Need::RemoteRead, va, buf).map_err(|e| {
+            let from = CopyDir::FromMr(buf);
+            mem::copy(dev, pd_id, rkey, via, Need::RemoteRead, va, from).map_err(|e| {
                 if let MemError::Fault(f) = e {
                     fault = Some(f);
                 }

@@ -62,6 +62,7 @@ use crate::rrxe::{
     },
     mem::{
         self,
+        CopyDir,
         MemError,
         Need,
         Via, //
@@ -725,14 +726,14 @@ pub(super) fn execute_write(
     if rq.plen > st.resp.write_resid || (rq.last && rq.plen != st.resp.write_resid) {
         return Err(INVALID);
     }
-    mem::write(
+    mem::copy(
         qp.device(),
         qp.pd_id(),
         st.resp.write_rkey,
         Via::Rkey(qp.uid),
         Need::RemoteWrite,
         st.resp.write_va,
-        rq.payload,
+        CopyDir::ToMr(rq.payload),
     )
     .map_err(|e| match e {
         // The rest of the message is faulted in with this packet's part.
