@@ -44,6 +44,7 @@ use crate::{
             recv_sge,
             send_inline,
             send_sge,
+            SendWqe,
             Sge, //
         },
     },
@@ -422,39 +423,36 @@ pub(crate) fn probe(
     }
 }
 
-/// [`probe`] of the local buffer a send WQE's SGEs name for `len` bytes
-/// (where a READ response or an atomic's original value goes), writable.
-pub(crate) fn probe_send_sges(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    slot: &[u8],
-    num_sge: u32,
-    len: usize,
-) -> Result<(), MemError> {
-    probe_sges(dev, pd_id, |i| send_sge(slot, i).ok(), num_sge, len)
+/// The SGE list of a WQE snapshot: send and receive WQEs lay theirs out
+/// differently.
+#[derive(Clone, Copy)]
+pub(crate) enum Sges<'a> {
+    /// A send WQE's.
+    Send(&'a [u8]),
+    /// A receive WQE's.
+    Recv(&'a [u8]),
 }
 
-/// [`probe`] of the buffer a receive WQE's SGEs name for `len` bytes.
-pub(crate) fn probe_recv_sges(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    slot: &[u8],
-    num_sge: u32,
-    len: usize,
-) -> Result<(), MemError> {
-    probe_sges(dev, pd_id, |i| recv_sge(slot, i).ok(), num_sge, len)
+impl Sges<'_> {
+    fn at(self, i: u32) -> Option<Sge> {
+        match self {
+            Sges::Send(slot) => send_sge(slot, i).ok(),
+            Sges::Recv(slot) => recv_sge(slot, i).ok(),
+        }
+    }
 }
 
-/// [`probe`] of the first `len` bytes the SGE list `sge_at` names,
-/// writable.
-fn probe_sges(
+/// [`probe`] of the first `len` bytes the SGE list `sges` names,
+/// writable: where a READ response, an atomic's original value or a
+/// receive's data goes.
+pub(crate) fn probe_sges(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    sge_at: impl Fn(u32) -> Option<Sge>,
+    sges: Sges<'_>,
     num_sge: u32,
     len: usize,
 ) -> Result<(), MemError> {
-    let r = walk(num_sge, sge_at, 0, len, |sge, off, _, n| {
+    let r = walk(num_sge, sges, 0, len, |sge, off, _, n| {
         let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
         probe(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, n)
     });
@@ -657,7 +655,7 @@ pub(crate) fn flush(
 /// sge, chunk offset, chunk length)` for each piece.
 fn walk(
     count: u32,
-    sge_at: impl Fn(u32) -> Option<Sge>,
+    sges: Sges<'_>,
     mut offset: u64,
     len: usize,
     mut f: impl FnMut(&Sge, u64, usize, usize) -> Result<(), MemError>,
@@ -667,7 +665,7 @@ fn walk(
         if done == len {
             break;
         }
-        let sge = sge_at(i).ok_or(MemError::Length)?;
+        let sge = sges.at(i).ok_or(MemError::Length)?;
         let sl = u64::from(sge.length);
         if offset >= sl {
             offset -= sl;
@@ -686,89 +684,59 @@ fn walk(
     }
 }
 
-/// Gathers `dst.len()` bytes of a send WQE's data from message byte
-/// `offset`: its inline data, or its SGEs through their lkeys.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the WQE, its slot and the QP's identity"
-)]
+/// Copies between the buffer of `dir` and the memory the SGE list `sges`
+/// names through its lkeys, from message byte `offset`.
+fn copy_sges(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    sges: Sges<'_>,
+    num_sge: u32,
+    offset: u32,
+    mut dir: CopyDir<'_>,
+) -> Result<(), MemError> {
+    let need = match dir {
+        CopyDir::ToMr(_) => Need::LocalWrite,
+        CopyDir::FromMr(_) => Need::LocalRead,
+    };
+    let len = dir.len();
+    walk(num_sge, sges, u64::from(offset), len, |sge, off, at, n| {
+        let part = dir.part(at..at + n).ok_or(MemError::Length)?;
+        let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+        copy(dev, pd_id, sge.lkey, Via::Lkey, need, addr, part)
+    })
+}
+
+/// Gathers `dst.len()` bytes of the send WQE `w`'s data (`slot` is its
+/// snapshot) from message byte `offset`: its inline data, or its SGEs
+/// through their lkeys.
 pub(crate) fn gather(
     dev: &Device<Rrxe>,
     pd_id: usize,
     slot: &[u8],
-    inline: bool,
-    length: u32,
-    num_sge: u32,
+    w: &SendWqe,
     offset: u32,
     dst: &mut [u8],
 ) -> Result<(), MemError> {
-    if inline {
-        let data = send_inline(slot, length).map_err(|_| MemError::Length)?;
+    if w.has_inline() {
+        let data = send_inline(slot, w.length).map_err(|_| MemError::Length)?;
         let start = offset as usize;
         let src = data.get(start..start + dst.len()).ok_or(MemError::Length)?;
         dst.copy_from_slice(src);
         return Ok(());
     }
-    let len = dst.len();
-    walk(
-        num_sge,
-        |i| send_sge(slot, i).ok(),
-        u64::from(offset),
-        len,
-        |sge, off, at, n| {
-            let chunk = dst.get_mut(at..at + n).ok_or(MemError::Length)?;
-            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            let from = CopyDir::FromMr(chunk);
-            copy(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalRead, addr, from)
-        },
-    )
+    let from = CopyDir::FromMr(dst);
+    copy_sges(dev, pd_id, Sges::Send(slot), w.num_sge, offset, from)
 }
 
-/// Scatters `src` into a receive WQE's SGEs from message byte `offset`.
+/// Scatters `src` into the SGEs `sges` from message byte `offset`: a
+/// receive WQE's, or a send WQE's for READ response data.
 pub(crate) fn scatter(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    slot: &[u8],
+    sges: Sges<'_>,
     num_sge: u32,
     offset: u32,
     src: &[u8],
 ) -> Result<(), MemError> {
-    scatter_into(dev, pd_id, |i| recv_sge(slot, i).ok(), num_sge, offset, src)
-}
-
-/// Scatters `src` (READ response data) into a send WQE's SGEs from
-/// message byte `offset`.
-pub(crate) fn scatter_send(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    slot: &[u8],
-    num_sge: u32,
-    offset: u32,
-    src: &[u8],
-) -> Result<(), MemError> {
-    scatter_into(dev, pd_id, |i| send_sge(slot, i).ok(), num_sge, offset, src)
-}
-
-/// Writes `src` through the SGE list `sge_at` (local write access) from
-/// message byte `offset`.
-fn scatter_into(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    sge_at: impl Fn(u32) -> Option<Sge>,
-    num_sge: u32,
-    offset: u32,
-    src: &[u8],
-) -> Result<(), MemError> {
-    walk(
-        num_sge,
-        sge_at,
-        u64::from(offset),
-        src.len(),
-        |sge, off, at, n| {
-            let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
-            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            let to = CopyDir::ToMr(chunk);
-            copy(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, to)
-        },
-    )
+    copy_sges(dev, pd_id, sges, num_sge, offset, CopyDir::ToMr(src))
 }

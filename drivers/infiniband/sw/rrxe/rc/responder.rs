@@ -65,6 +65,7 @@ use crate::rrxe::{
         CopyDir,
         MemError,
         Need,
+        Sges,
         Via, //
     },
     mr::access,
@@ -662,7 +663,7 @@ pub(super) fn execute_send(
             mem::scatter(
                 qp.device(),
                 qp.pd_id(),
-                &st.rq_snap,
+                Sges::Recv(&st.rq_snap),
                 r.num_sge,
                 r.offset,
                 rq.payload,
