@@ -37,10 +37,6 @@ use crate::{
 use kernel::prelude::*;
 
 use crate::rrxe::{
-    hw_counters::{
-        qp_counts,
-        Counter, //
-    },
     mem::{
         self,
         CopyDir,
@@ -48,18 +44,20 @@ use crate::rrxe::{
         Need,
         Via, //
     },
-    odp,
-    qp::State,
-    verbs::Rrxe, //
+    odp, //
 };
 
 use super::{
-    path_mtu, //
+    path_mtu,
+    qp_counts,
     responder::{
         access_violation,
         ack,
         check_reth, //
     },
+    Counter,
+    Rrxe,
+    State, //
 };
 
 /// Accepts a READ request at `psn` for the memory `reth` names: checks the

@@ -59,9 +59,7 @@ use crate::rrxe::{
         MemError,
         Sges, //
     },
-    odp,
-    qp::State,
-    verbs::Rrxe, //
+    odp, //
 };
 
 use super::{
@@ -77,6 +75,8 @@ use super::{
     path_mtu,
     sq_before,
     tx_ctx,
+    Rrxe,
+    State,
     WqeMeta, //
 };
 

@@ -55,11 +55,6 @@ use crate::{
 use kernel::prelude::*;
 
 use crate::rrxe::{
-    cq::RrxeCq,
-    hw_counters::{
-        qp_counts,
-        Counter, //
-    },
     mem::{
         self,
         CopyDir,
@@ -73,14 +68,13 @@ use crate::rrxe::{
         self,
         OdpFault, //
     },
-    qp::State,
-    srq::RrxeSrq,
-    verbs::Rrxe, //
+    srq::RrxeSrq, //
 };
 
 use super::{
     accept_payload_len,
     local_ops::invalidate_for_send,
+    qp_counts,
     read::{
         replay_read,
         start_read,
@@ -90,8 +84,12 @@ use super::{
     to_error,
     tx_ctx,
     uc::on_uc_request,
-    wc,      //
-    RecvCtx, //
+    wc,
+    Counter,
+    RecvCtx,
+    Rrxe,
+    RrxeCq,
+    State, //
 };
 use crate::{
     proto::wr::wc as wc_op,
