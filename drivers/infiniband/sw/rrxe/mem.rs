@@ -136,6 +136,43 @@ pub(crate) enum Via {
     Rkey(u64),
 }
 
+/// Where an access goes and what it may do: `addr` through `key` (an
+/// lkey, or an R_Key as `via` says) with permission `need`.
+#[derive(Clone, Copy)]
+pub(crate) struct Access {
+    /// The lkey or R_Key.
+    pub(crate) key: u32,
+    /// Which kind of key `key` is.
+    pub(crate) via: Via,
+    /// The permission the access needs.
+    pub(crate) need: Need,
+    /// The first byte's address (iova).
+    pub(crate) addr: u64,
+}
+
+impl Access {
+    /// An access through the lkey `key` of the QP's own work request.
+    fn lkey(key: u32, need: Need, addr: u64) -> Self {
+        Access {
+            key,
+            via: Via::Lkey,
+            need,
+            addr,
+        }
+    }
+
+    /// An access through the R_Key `key` a peer sent to the responder of
+    /// the QP with [`super::qp::RrxeQp::uid`] `qp_uid`.
+    pub(crate) fn rkey(qp_uid: u64, key: u32, need: Need, addr: u64) -> Self {
+        Access {
+            key,
+            via: Via::Rkey(qp_uid),
+            need,
+            addr,
+        }
+    }
+}
+
 /// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
 pub(crate) fn allows(flags: i32, need: Need) -> bool {
     match need {
@@ -148,7 +185,8 @@ pub(crate) fn allows(flags: i32, need: Need) -> bool {
     }
 }
 
-/// Looks up the region of `key` and checks ownership, permission and range.
+/// Looks up the region of `at`'s key and checks ownership, permission and
+/// the range of `len` bytes from `at.addr`.
 ///
 /// For a fast-register region only the PD is checked here: the rest
 /// depends on its registration, which [`fast_access`] checks under its
@@ -160,12 +198,15 @@ pub(crate) fn allows(flags: i32, need: Need) -> bool {
 fn region(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
+    at: Access,
     len: usize,
 ) -> Result<ARef<Mr<Rrxe>>, MemError> {
+    let Access {
+        key,
+        via,
+        need,
+        addr,
+    } = at;
     // CAST: lengths of one message fit in u64.
     let len64 = len as u64;
     let mr = match via {
@@ -255,15 +296,8 @@ pub(crate) fn check_remote(
     addr: u64,
     len: u32,
 ) -> Result<(), MemError> {
-    let mr = region(
-        dev,
-        pd_id,
-        rkey,
-        Via::Rkey(qp_uid),
-        need,
-        addr,
-        len as usize,
-    )?;
+    let at = Access::rkey(qp_uid, rkey, need, addr);
+    let mr = region(dev, pd_id, at, len as usize)?;
     if let Mapping::Fast(fast) = &mr.mapping {
         // The pages must exist too: a registration wider than its mapping
         // fails here rather than halfway through the data.
@@ -309,22 +343,22 @@ impl CopyDir<'_> {
     }
 }
 
-/// Copies between the buffer of `dir` and memory at `addr` of the region
-/// of `key`, one way or the other: both walk the same checks and pages.
+/// Copies between the buffer of `dir` and registered memory at `at`, one
+/// way or the other: both walk the same checks and pages.
 pub(crate) fn copy(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
+    at: Access,
     mut dir: CopyDir<'_>,
 ) -> Result<(), MemError> {
     let len = dir.len();
     if len == 0 {
         return Ok(());
     }
-    let mr = region(dev, pd_id, key, via, need, addr, len)?;
+    let Access {
+        key, need, addr, ..
+    } = at;
+    let mr = region(dev, pd_id, at, len)?;
     match &mr.mapping {
         Mapping::User(umem) => {
             let offset = offset_in(&mr, addr)?;
@@ -387,30 +421,27 @@ fn odp_error(
     }
 }
 
-/// Checks that on-demand memory `len` bytes at `addr` of the region of
-/// `key` would name is mapped (writable, if `need` writes), without
-/// touching it:
+/// Checks that the on-demand memory of `len` bytes at `at` is mapped
+/// (writable, if `at.need` writes), without touching it:
 /// [`MemError::Fault`] for the first part that is not. Any other problem
 /// is left to the access itself to report (`Ok` here).
 pub(crate) fn probe(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
+    at: Access,
     len: usize,
 ) -> Result<(), MemError> {
     if len == 0 {
         return Ok(());
     }
     let write = matches!(
-        need,
+        at.need,
         Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
     );
-    let Ok(mr) = region(dev, pd_id, key, via, need, addr, len) else {
+    let Ok(mr) = region(dev, pd_id, at, len) else {
         return Ok(());
     };
+    let addr = at.addr;
     let Mapping::Odp(odp) = &mr.mapping else {
         return Ok(());
     };
@@ -454,7 +485,12 @@ pub(crate) fn probe_sges(
 ) -> Result<(), MemError> {
     let r = walk(num_sge, sges, 0, len, |sge, off, _, n| {
         let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-        probe(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, n)
+        probe(
+            dev,
+            pd_id,
+            Access::lkey(sge.lkey, Need::LocalWrite, addr),
+            n,
+        )
     });
     match r {
         Err(MemError::Fault(f)) => Err(MemError::Fault(f)),
@@ -462,20 +498,14 @@ pub(crate) fn probe_sges(
     }
 }
 
-/// Checks that the atomic word at `addr` of the region of `rkey` is 8-byte
-/// aligned in memory, not only in the iova: a user MR registered with
-/// `ibv_reg_mr_iova` may place an aligned iova on an unaligned address (the
-/// C driver checks the page offset, `RESPST_ERR_MISALIGNED_ATOMIC`). DMA
-/// and fast-register regions map the iova onto memory page by page.
-fn check_word_aligned(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    qp_uid: u64,
-    rkey: u32,
-    need: Need,
-    addr: u64,
-) -> Result<(), MemError> {
-    let mr = region(dev, pd_id, rkey, Via::Rkey(qp_uid), need, addr, 8)?;
+/// Checks that the atomic word at `at` is 8-byte aligned in memory, not
+/// only in the iova: a user MR registered with `ibv_reg_mr_iova` may place
+/// an aligned iova on an unaligned address (the C driver checks the page
+/// offset, `RESPST_ERR_MISALIGNED_ATOMIC`). DMA and fast-register regions
+/// map the iova onto memory page by page.
+fn check_word_aligned(dev: &Device<Rrxe>, pd_id: usize, at: Access) -> Result<(), MemError> {
+    let mr = region(dev, pd_id, at, 8)?;
+    let addr = at.addr;
     let aligned = match &mr.mapping {
         // CAST: a page offset fits in u64.
         Mapping::User(umem) => user_word_aligned(mr.iova(), umem.offset() as u64, addr),
@@ -503,17 +533,14 @@ pub(crate) fn atomic(
     addr: u64,
     op: impl FnOnce(u64) -> Option<u64>,
 ) -> Result<u64, MemError> {
-    check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteAtomic, addr)?;
+    let at = Access::rkey(qp_uid, rkey, Need::RemoteAtomic, addr);
+    check_word_aligned(dev, pd_id, at)?;
     let mut word = [0u8; 8];
-    let via = Via::Rkey(qp_uid);
     let _guard = dev.atomic_ops.lock();
-    let from = CopyDir::FromMr(&mut word);
-    copy(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, from)?;
+    copy(dev, pd_id, at, CopyDir::FromMr(&mut word))?;
     let orig = u64::from_ne_bytes(word);
     if let Some(new) = op(orig) {
-        let new = new.to_ne_bytes();
-        let to = CopyDir::ToMr(&new);
-        copy(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, to)?;
+        copy(dev, pd_id, at, CopyDir::ToMr(&new.to_ne_bytes()))?;
     }
     Ok(orig)
 }
@@ -530,11 +557,10 @@ pub(crate) fn atomic_write(
     addr: u64,
     value: [u8; 8],
 ) -> Result<(), MemError> {
-    check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteWrite, addr)?;
+    let at = Access::rkey(qp_uid, rkey, Need::RemoteWrite, addr);
+    check_word_aligned(dev, pd_id, at)?;
     let _guard = dev.atomic_ops.lock();
-    let via = Via::Rkey(qp_uid);
-    let to = CopyDir::ToMr(&value);
-    copy(dev, pd_id, rkey, via, Need::RemoteWrite, addr, to)
+    copy(dev, pd_id, at, CopyDir::ToMr(&value))
 }
 
 /// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
@@ -702,7 +728,7 @@ fn copy_sges(
     walk(num_sge, sges, u64::from(offset), len, |sge, off, at, n| {
         let part = dir.part(at..at + n).ok_or(MemError::Length)?;
         let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-        copy(dev, pd_id, sge.lkey, Via::Lkey, need, addr, part)
+        copy(dev, pd_id, Access::lkey(sge.lkey, need, addr), part)
     })
 }
 

@@ -41,8 +41,7 @@ use crate::rrxe::{
         self,
         CopyDir,
         MemError,
-        Need,
-        Via, //
+        Need, //
     },
     odp, //
 };
@@ -158,12 +157,11 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
             ..Bth::default()
         };
         let va = r.va.wrapping_add(u64::from(seg.offset));
-        let rkey = r.rkey;
-        let via = Via::Rkey(qp.uid);
+        let at = mem::Access::rkey(qp.uid, r.rkey, Need::RemoteRead, va);
         let mut fault = None;
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
             let from = CopyDir::FromMr(buf);
-            mem::copy(dev, pd_id, rkey, via, Need::RemoteRead, va, from).map_err(|e| {
+            mem::copy(dev, pd_id, at, from).map_err(|e| {
                 if let MemError::Fault(f) = e {
                     fault = Some(f);
                 }
