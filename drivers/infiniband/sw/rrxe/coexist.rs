@@ -31,13 +31,11 @@ use crate::module_notifier::{
     self,
     Module, //
 };
-use kernel::{
-    prelude::*,
-    sync::atomic::{
-        Atomic,
-        Full,
-        Relaxed, //
-    }, //
+use kernel::prelude::*;
+use kernel::sync::atomic::{
+    Atomic,
+    Full,
+    Relaxed, //
 };
 
 /// The name of the C driver's module.

@@ -44,6 +44,7 @@ use crate::{
             recv_sge,
             send_inline,
             send_sge,
+            SendWqe,
             Sge, //
         },
     },
@@ -61,6 +62,7 @@ use crate::{
         wc::WcStatus,
     },
 };
+use core::ops::Range;
 use kernel::{
     prelude::*,
     sync::aref::ARef, //
@@ -134,6 +136,43 @@ pub(crate) enum Via {
     Rkey(u64),
 }
 
+/// Where an access goes and what it may do: `addr` through `key` (an
+/// lkey, or an R_Key as `via` says) with permission `need`.
+#[derive(Clone, Copy)]
+pub(crate) struct Access {
+    /// The lkey or R_Key.
+    pub(crate) key: u32,
+    /// Which kind of key `key` is.
+    pub(crate) via: Via,
+    /// The permission the access needs.
+    pub(crate) need: Need,
+    /// The first byte's address (iova).
+    pub(crate) addr: u64,
+}
+
+impl Access {
+    /// An access through the lkey `key` of the QP's own work request.
+    fn lkey(key: u32, need: Need, addr: u64) -> Self {
+        Access {
+            key,
+            via: Via::Lkey,
+            need,
+            addr,
+        }
+    }
+
+    /// An access through the R_Key `key` a peer sent to the responder of
+    /// the QP with [`super::qp::RrxeQp::uid`] `qp_uid`.
+    pub(crate) fn rkey(qp_uid: u64, key: u32, need: Need, addr: u64) -> Self {
+        Access {
+            key,
+            via: Via::Rkey(qp_uid),
+            need,
+            addr,
+        }
+    }
+}
+
 /// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
 pub(crate) fn allows(flags: i32, need: Need) -> bool {
     match need {
@@ -146,7 +185,8 @@ pub(crate) fn allows(flags: i32, need: Need) -> bool {
     }
 }
 
-/// Looks up the region of `key` and checks ownership, permission and range.
+/// Looks up the region of `at`'s key and checks ownership, permission and
+/// the range of `len` bytes from `at.addr`.
 ///
 /// For a fast-register region only the PD is checked here: the rest
 /// depends on its registration, which [`fast_access`] checks under its
@@ -158,12 +198,15 @@ pub(crate) fn allows(flags: i32, need: Need) -> bool {
 fn region(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
+    at: Access,
     len: usize,
 ) -> Result<ARef<Mr<Rrxe>>, MemError> {
+    let Access {
+        key,
+        via,
+        need,
+        addr,
+    } = at;
     // CAST: lengths of one message fit in u64.
     let len64 = len as u64;
     let mr = match via {
@@ -253,15 +296,8 @@ pub(crate) fn check_remote(
     addr: u64,
     len: u32,
 ) -> Result<(), MemError> {
-    let mr = region(
-        dev,
-        pd_id,
-        rkey,
-        Via::Rkey(qp_uid),
-        need,
-        addr,
-        len as usize,
-    )?;
+    let at = Access::rkey(qp_uid, rkey, need, addr);
+    let mr = region(dev, pd_id, at, len as usize)?;
     if let Mapping::Fast(fast) = &mr.mapping {
         // The pages must exist too: a registration wider than its mapping
         // fails here rather than halfway through the data.
@@ -281,67 +317,80 @@ fn offset_in(mr: &Mr<Rrxe>, addr: u64) -> Result<usize, MemError> {
     usize::try_from(addr - mr.iova()).map_err(|_| MemError::Range)
 }
 
-/// Copies `src` into memory at `addr` of the region of `key`.
-pub(crate) fn write(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
-    src: &[u8],
-) -> Result<(), MemError> {
-    if src.is_empty() {
-        return Ok(());
-    }
-    let mr = region(dev, pd_id, key, via, need, addr, src.len())?;
-    match &mr.mapping {
-        Mapping::User(umem) => umem
-            .copy_to(offset_in(&mr, addr)?, src)
-            .map_err(|_| MemError::Range),
-        Mapping::Odp(odp) => {
-            let offset = offset_in(&mr, addr)?;
-            odp.copy_to(offset, src)
-                .map_err(|e| odp_error(&mr, odp, e, offset, src.len(), true))
+/// Which way [`copy`] moves data, with the buffer on the other side of
+/// registered memory (the C driver's `enum rxe_mr_copy_dir`).
+pub(crate) enum CopyDir<'a> {
+    /// From the buffer into registered memory.
+    ToMr(&'a [u8]),
+    /// From registered memory into the buffer.
+    FromMr(&'a mut [u8]),
+}
+
+impl CopyDir<'_> {
+    fn len(&self) -> usize {
+        match self {
+            CopyDir::ToMr(src) => src.len(),
+            CopyDir::FromMr(dst) => dst.len(),
         }
-        Mapping::Dma => mr.kernel_copy_to(addr, src).map_err(|_| MemError::Range),
-        Mapping::Fast(fast) => fast_access(fast, key, need, addr, src.len(), |pages, c| {
-            let from = src.get(c.at..c.at + c.len).ok_or(EINVAL)?;
-            pages.copy_to(c.index, c.offset, from)
-        }),
+    }
+
+    /// Bytes `range` of the buffer, copied the same way.
+    fn part(&mut self, range: Range<usize>) -> Option<CopyDir<'_>> {
+        match self {
+            CopyDir::ToMr(src) => src.get(range).map(CopyDir::ToMr),
+            CopyDir::FromMr(dst) => dst.get_mut(range).map(CopyDir::FromMr),
+        }
     }
 }
 
-/// Copies memory at `addr` of the region of `key` into `dst`.
-pub(crate) fn read(
+/// Copies between the buffer of `dir` and registered memory at `at`, one
+/// way or the other: both walk the same checks and pages.
+pub(crate) fn copy(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
-    dst: &mut [u8],
+    at: Access,
+    mut dir: CopyDir<'_>,
 ) -> Result<(), MemError> {
-    if dst.is_empty() {
+    let len = dir.len();
+    if len == 0 {
         return Ok(());
     }
-    let mr = region(dev, pd_id, key, via, need, addr, dst.len())?;
+    let Access {
+        key, need, addr, ..
+    } = at;
+    let mr = region(dev, pd_id, at, len)?;
     match &mr.mapping {
-        Mapping::User(umem) => umem
-            .copy_from(offset_in(&mr, addr)?, dst)
-            .map_err(|_| MemError::Range),
+        Mapping::User(umem) => {
+            let offset = offset_in(&mr, addr)?;
+            match dir {
+                CopyDir::ToMr(src) => umem.copy_to(offset, src),
+                CopyDir::FromMr(dst) => umem.copy_from(offset, dst),
+            }
+            .map_err(|_| MemError::Range)
+        }
         Mapping::Odp(odp) => {
             let offset = offset_in(&mr, addr)?;
-            // An atomic reads the word it then writes: it is faulted in
-            // writable at once.
-            let write = matches!(need, Need::RemoteAtomic);
-            odp.copy_from(offset, dst)
-                .map_err(|e| odp_error(&mr, odp, e, offset, dst.len(), write))
+            // A write faults its pages in writable, and so does an atomic's
+            // read of the word it then writes.
+            let (r, write) = match dir {
+                CopyDir::ToMr(src) => (odp.copy_to(offset, src), true),
+                CopyDir::FromMr(dst) => (
+                    odp.copy_from(offset, dst),
+                    matches!(need, Need::RemoteAtomic),
+                ),
+            };
+            r.map_err(|e| odp_error(&mr, odp, e, offset, len, write))
         }
-        Mapping::Dma => mr.kernel_copy_from(addr, dst).map_err(|_| MemError::Range),
-        Mapping::Fast(fast) => fast_access(fast, key, need, addr, dst.len(), |pages, c| {
-            let to = dst.get_mut(c.at..c.at + c.len).ok_or(EINVAL)?;
-            pages.copy_from(c.index, c.offset, to)
+        Mapping::Dma => match dir {
+            CopyDir::ToMr(src) => mr.kernel_copy_to(addr, src),
+            CopyDir::FromMr(dst) => mr.kernel_copy_from(addr, dst),
+        }
+        .map_err(|_| MemError::Range),
+        Mapping::Fast(fast) => fast_access(fast, key, need, addr, len, |pages, c| {
+            match dir.part(c.at..c.at + c.len).ok_or(EINVAL)? {
+                CopyDir::ToMr(src) => pages.copy_to(c.index, c.offset, src),
+                CopyDir::FromMr(dst) => pages.copy_from(c.index, c.offset, dst),
+            }
         }),
     }
 }
@@ -372,30 +421,27 @@ fn odp_error(
     }
 }
 
-/// Checks that on-demand memory `len` bytes at `addr` of the region of
-/// `key` would name is mapped (writable, if `need` writes), without
-/// touching it:
+/// Checks that the on-demand memory of `len` bytes at `at` is mapped
+/// (writable, if `at.need` writes), without touching it:
 /// [`MemError::Fault`] for the first part that is not. Any other problem
 /// is left to the access itself to report (`Ok` here).
 pub(crate) fn probe(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    key: u32,
-    via: Via,
-    need: Need,
-    addr: u64,
+    at: Access,
     len: usize,
 ) -> Result<(), MemError> {
     if len == 0 {
         return Ok(());
     }
     let write = matches!(
-        need,
+        at.need,
         Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
     );
-    let Ok(mr) = region(dev, pd_id, key, via, need, addr, len) else {
+    let Ok(mr) = region(dev, pd_id, at, len) else {
         return Ok(());
     };
+    let addr = at.addr;
     let Mapping::Odp(odp) = &mr.mapping else {
         return Ok(());
     };
@@ -408,41 +454,43 @@ pub(crate) fn probe(
     }
 }
 
-/// [`probe`] of the local buffer a send WQE's SGEs name for `len` bytes
-/// (where a READ response or an atomic's original value goes), writable.
-pub(crate) fn probe_send_sges(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    slot: &[u8],
-    num_sge: u32,
-    len: usize,
-) -> Result<(), MemError> {
-    probe_sges(dev, pd_id, |i| send_sge(slot, i).ok(), num_sge, len)
+/// The SGE list of a WQE snapshot: send and receive WQEs lay theirs out
+/// differently.
+#[derive(Clone, Copy)]
+pub(crate) enum Sges<'a> {
+    /// A send WQE's.
+    Send(&'a [u8]),
+    /// A receive WQE's.
+    Recv(&'a [u8]),
 }
 
-/// [`probe`] of the buffer a receive WQE's SGEs name for `len` bytes.
-pub(crate) fn probe_recv_sges(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    slot: &[u8],
-    num_sge: u32,
-    len: usize,
-) -> Result<(), MemError> {
-    probe_sges(dev, pd_id, |i| recv_sge(slot, i).ok(), num_sge, len)
+impl Sges<'_> {
+    fn at(self, i: u32) -> Option<Sge> {
+        match self {
+            Sges::Send(slot) => send_sge(slot, i).ok(),
+            Sges::Recv(slot) => recv_sge(slot, i).ok(),
+        }
+    }
 }
 
-/// [`probe`] of the first `len` bytes the SGE list `sge_at` names,
-/// writable.
-fn probe_sges(
+/// [`probe`] of the first `len` bytes the SGE list `sges` names,
+/// writable: where a READ response, an atomic's original value or a
+/// receive's data goes.
+pub(crate) fn probe_sges(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    sge_at: impl Fn(u32) -> Option<Sge>,
+    sges: Sges<'_>,
     num_sge: u32,
     len: usize,
 ) -> Result<(), MemError> {
-    let r = walk(num_sge, sge_at, 0, len, |sge, off, _, n| {
+    let r = walk(num_sge, sges, 0, len, |sge, off, _, n| {
         let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-        probe(dev, pd_id, sge.lkey, Via::Lkey, Need::LocalWrite, addr, n)
+        probe(
+            dev,
+            pd_id,
+            Access::lkey(sge.lkey, Need::LocalWrite, addr),
+            n,
+        )
     });
     match r {
         Err(MemError::Fault(f)) => Err(MemError::Fault(f)),
@@ -450,20 +498,14 @@ fn probe_sges(
     }
 }
 
-/// Checks that the atomic word at `addr` of the region of `rkey` is 8-byte
-/// aligned in memory, not only in the iova: a user MR registered with
-/// `ibv_reg_mr_iova` may place an aligned iova on an unaligned address (the
-/// C driver checks the page offset, `RESPST_ERR_MISALIGNED_ATOMIC`). DMA
-/// and fast-register regions map the iova onto memory page by page.
-fn check_word_aligned(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    qp_uid: u64,
-    rkey: u32,
-    need: Need,
-    addr: u64,
-) -> Result<(), MemError> {
-    let mr = region(dev, pd_id, rkey, Via::Rkey(qp_uid), need, addr, 8)?;
+/// Checks that the atomic word at `at` is 8-byte aligned in memory, not
+/// only in the iova: a user MR registered with `ibv_reg_mr_iova` may place
+/// an aligned iova on an unaligned address (the C driver checks the page
+/// offset, `RESPST_ERR_MISALIGNED_ATOMIC`). DMA and fast-register regions
+/// map the iova onto memory page by page.
+fn check_word_aligned(dev: &Device<Rrxe>, pd_id: usize, at: Access) -> Result<(), MemError> {
+    let mr = region(dev, pd_id, at, 8)?;
+    let addr = at.addr;
     let aligned = match &mr.mapping {
         // CAST: a page offset fits in u64.
         Mapping::User(umem) => user_word_aligned(mr.iova(), umem.offset() as u64, addr),
@@ -491,22 +533,14 @@ pub(crate) fn atomic(
     addr: u64,
     op: impl FnOnce(u64) -> Option<u64>,
 ) -> Result<u64, MemError> {
-    check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteAtomic, addr)?;
+    let at = Access::rkey(qp_uid, rkey, Need::RemoteAtomic, addr);
+    check_word_aligned(dev, pd_id, at)?;
     let mut word = [0u8; 8];
-    let via = Via::Rkey(qp_uid);
     let _guard = dev.atomic_ops.lock();
-    read(dev, pd_id, rkey, via, Need::RemoteAtomic, addr, &mut word)?;
+    copy(dev, pd_id, at, CopyDir::FromMr(&mut word))?;
     let orig = u64::from_ne_bytes(word);
     if let Some(new) = op(orig) {
-        write(
-            dev,
-            pd_id,
-            rkey,
-            via,
-            Need::RemoteAtomic,
-            addr,
-            &new.to_ne_bytes(),
-        )?;
+        copy(dev, pd_id, at, CopyDir::ToMr(&new.to_ne_bytes()))?;
     }
     Ok(orig)
 }
@@ -523,10 +557,10 @@ pub(crate) fn atomic_write(
     addr: u64,
     value: [u8; 8],
 ) -> Result<(), MemError> {
-    check_word_aligned(dev, pd_id, qp_uid, rkey, Need::RemoteWrite, addr)?;
+    let at = Access::rkey(qp_uid, rkey, Need::RemoteWrite, addr);
+    check_word_aligned(dev, pd_id, at)?;
     let _guard = dev.atomic_ops.lock();
-    let via = Via::Rkey(qp_uid);
-    write(dev, pd_id, rkey, via, Need::RemoteWrite, addr, &value)
+    copy(dev, pd_id, at, CopyDir::ToMr(&value))
 }
 
 /// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
@@ -647,7 +681,7 @@ pub(crate) fn flush(
 /// sge, chunk offset, chunk length)` for each piece.
 fn walk(
     count: u32,
-    sge_at: impl Fn(u32) -> Option<Sge>,
+    sges: Sges<'_>,
     mut offset: u64,
     len: usize,
     mut f: impl FnMut(&Sge, u64, usize, usize) -> Result<(), MemError>,
@@ -657,7 +691,7 @@ fn walk(
         if done == len {
             break;
         }
-        let sge = sge_at(i).ok_or(MemError::Length)?;
+        let sge = sges.at(i).ok_or(MemError::Length)?;
         let sl = u64::from(sge.length);
         if offset >= sl {
             offset -= sl;
@@ -676,103 +710,59 @@ fn walk(
     }
 }
 
-/// Gathers `dst.len()` bytes of a send WQE's data from message byte
-/// `offset`: its inline data, or its SGEs through their lkeys.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the WQE, its slot and the QP's identity"
-)]
+/// Copies between the buffer of `dir` and the memory the SGE list `sges`
+/// names through its lkeys, from message byte `offset`.
+fn copy_sges(
+    dev: &Device<Rrxe>,
+    pd_id: usize,
+    sges: Sges<'_>,
+    num_sge: u32,
+    offset: u32,
+    mut dir: CopyDir<'_>,
+) -> Result<(), MemError> {
+    let need = match dir {
+        CopyDir::ToMr(_) => Need::LocalWrite,
+        CopyDir::FromMr(_) => Need::LocalRead,
+    };
+    let len = dir.len();
+    walk(num_sge, sges, u64::from(offset), len, |sge, off, at, n| {
+        let part = dir.part(at..at + n).ok_or(MemError::Length)?;
+        let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
+        copy(dev, pd_id, Access::lkey(sge.lkey, need, addr), part)
+    })
+}
+
+/// Gathers `dst.len()` bytes of the send WQE `w`'s data (`slot` is its
+/// snapshot) from message byte `offset`: its inline data, or its SGEs
+/// through their lkeys.
 pub(crate) fn gather(
     dev: &Device<Rrxe>,
     pd_id: usize,
     slot: &[u8],
-    inline: bool,
-    length: u32,
-    num_sge: u32,
+    w: &SendWqe,
     offset: u32,
     dst: &mut [u8],
 ) -> Result<(), MemError> {
-    if inline {
-        let data = send_inline(slot, length).map_err(|_| MemError::Length)?;
+    if w.has_inline() {
+        let data = send_inline(slot, w.length).map_err(|_| MemError::Length)?;
         let start = offset as usize;
         let src = data.get(start..start + dst.len()).ok_or(MemError::Length)?;
         dst.copy_from_slice(src);
         return Ok(());
     }
-    let len = dst.len();
-    walk(
-        num_sge,
-        |i| send_sge(slot, i).ok(),
-        u64::from(offset),
-        len,
-        |sge, off, at, n| {
-            let chunk = dst.get_mut(at..at + n).ok_or(MemError::Length)?;
-            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            read(
-                dev,
-                pd_id,
-                sge.lkey,
-                Via::Lkey,
-                Need::LocalRead,
-                addr,
-                chunk,
-            )
-        },
-    )
+    let from = CopyDir::FromMr(dst);
+    copy_sges(dev, pd_id, Sges::Send(slot), w.num_sge, offset, from)
 }
 
-/// Scatters `src` into a receive WQE's SGEs from message byte `offset`.
+/// Scatters `src` into the SGEs `sges` from message byte `offset`: a
+/// receive WQE's, or a send WQE's for READ response data.
 pub(crate) fn scatter(
     dev: &Device<Rrxe>,
     pd_id: usize,
-    slot: &[u8],
+    sges: Sges<'_>,
     num_sge: u32,
     offset: u32,
     src: &[u8],
 ) -> Result<(), MemError> {
-    scatter_into(dev, pd_id, |i| recv_sge(slot, i).ok(), num_sge, offset, src)
-}
-
-/// Scatters `src` (READ response data) into a send WQE's SGEs from
-/// message byte `offset`.
-pub(crate) fn scatter_send(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    slot: &[u8],
-    num_sge: u32,
-    offset: u32,
-    src: &[u8],
-) -> Result<(), MemError> {
-    scatter_into(dev, pd_id, |i| send_sge(slot, i).ok(), num_sge, offset, src)
-}
-
-/// Writes `src` through the SGE list `sge_at` (local write access) from
-/// message byte `offset`.
-fn scatter_into(
-    dev: &Device<Rrxe>,
-    pd_id: usize,
-    sge_at: impl Fn(u32) -> Option<Sge>,
-    num_sge: u32,
-    offset: u32,
-    src: &[u8],
-) -> Result<(), MemError> {
-    walk(
-        num_sge,
-        sge_at,
-        u64::from(offset),
-        src.len(),
-        |sge, off, at, n| {
-            let chunk = src.get(at..at + n).ok_or(MemError::Length)?;
-            let addr = sge.addr.checked_add(off).ok_or(MemError::Range)?;
-            write(
-                dev,
-                pd_id,
-                sge.lkey,
-                Via::Lkey,
-                Need::LocalWrite,
-                addr,
-                chunk,
-            )
-        },
-    )
+    copy_sges(dev, pd_id, sges, num_sge, offset, CopyDir::ToMr(src))
 }

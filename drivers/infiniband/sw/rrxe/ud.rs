@@ -71,7 +71,8 @@ use super::{
     },
     mem::{
         self,
-        MemError, //
+        MemError,
+        Sges, //
     },
     odp,
     qp::{
@@ -291,17 +292,7 @@ fn send_datagram(
         &ext,
         w.length as usize,
         |buf| {
-            mem::gather(
-                dev,
-                qp.pd_id(),
-                &st.sq_snap,
-                w.has_inline(),
-                w.length,
-                w.num_sge,
-                0,
-                buf,
-            )
-            .map_err(|e| {
+            mem::gather(dev, qp.pd_id(), &st.sq_snap, w, 0, buf).map_err(|e| {
                 if let MemError::Fault(f) = e {
                     fault = Some(f);
                 }
@@ -358,7 +349,7 @@ fn take_ud_recv(qp: &Qp<Rrxe>, st: &mut State, len: usize) -> Option<()> {
                 let Ok(r) = RecvWqe::parse(wqe) else {
                     return true;
                 };
-                match mem::probe_recv_sges(dev, pd_id, wqe, r.num_sge, len) {
+                match mem::probe_sges(dev, pd_id, Sges::Recv(wqe), r.num_sge, len) {
                     Err(MemError::Fault(f)) => !odp::request(qp, odp, f),
                     _ => true,
                 }
@@ -434,8 +425,9 @@ pub(crate) fn on_request(
     }
     let (dev, pd_id) = (qp.device(), qp.pd_id());
     let payload = pkt.payload();
-    let placed = mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, 0, &grh)
-        .and_then(|()| mem::scatter(dev, pd_id, &st.rq_snap, r.num_sge, GRH_LEN as u32, payload));
+    let sges = Sges::Recv(&st.rq_snap);
+    let placed = mem::scatter(dev, pd_id, sges, r.num_sge, 0, &grh)
+        .and_then(|()| mem::scatter(dev, pd_id, sges, r.num_sge, GRH_LEN as u32, payload));
     // On-demand memory not mapped yet: the datagram is lost (UD is
     // unreliable), its pages are faulted in, and a WQE of the QP's own
     // queue waits for the next one. One taken from an SRQ was found mapped

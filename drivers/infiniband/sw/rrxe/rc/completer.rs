@@ -274,10 +274,10 @@ fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[
         fail_head(qp, st, WcStatus::LocQpOpErr);
         return false;
     };
-    if let Err(e) = mem::scatter_send(
+    if let Err(e) = mem::scatter(
         qp.device(),
         qp.pd_id(),
-        &st.sq_snap,
+        mem::Sges::Send(&st.sq_snap),
         w.num_sge,
         offset,
         data,

@@ -29,17 +29,17 @@ use crate::rrxe::{
     mw::{
         is_mw_key,
         RrxeMw, //
-    },
-    qp::State,
-    verbs::Rrxe, //
+    }, //
 };
 
 use super::{
     complete_head,
     fail_head,
     meta,
-    sq_before, //
-    WqeMeta,   //
+    sq_before,
+    Rrxe,
+    State,
+    WqeMeta, //
 };
 
 /// Completes the executed local operations at the head of the send queue,

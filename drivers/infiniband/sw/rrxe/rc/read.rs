@@ -37,28 +37,26 @@ use crate::{
 use kernel::prelude::*;
 
 use crate::rrxe::{
-    hw_counters::{
-        qp_counts,
-        Counter, //
-    },
     mem::{
         self,
+        CopyDir,
         MemError,
-        Need,
-        Via, //
+        Need, //
     },
-    odp,
-    qp::State,
-    verbs::Rrxe, //
+    odp, //
 };
 
 use super::{
-    path_mtu, //
+    path_mtu,
+    qp_counts,
     responder::{
         access_violation,
         ack,
         check_reth, //
     },
+    Counter,
+    Rrxe,
+    State, //
 };
 
 /// Accepts a READ request at `psn` for the memory `reth` names: checks the
@@ -159,11 +157,11 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
             ..Bth::default()
         };
         let va = r.va.wrapping_add(u64::from(seg.offset));
-        let rkey = r.rkey;
-        let via = Via::Rkey(qp.uid);
+        let at = mem::Access::rkey(qp.uid, r.rkey, Need::RemoteRead, va);
         let mut fault = None;
         let built = tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::read(dev, pd_id, rkey, via, Need::RemoteRead, va, buf).map_err(|e| {
+            let from = CopyDir::FromMr(buf);
+            mem::copy(dev, pd_id, at, from).map_err(|e| {
                 if let MemError::Fault(f) = e {
                     fault = Some(f);
                 }

@@ -56,11 +56,10 @@ use kernel::prelude::*;
 use crate::rrxe::{
     mem::{
         self,
-        MemError, //
+        MemError,
+        Sges, //
     },
-    odp,
-    qp::State,
-    verbs::Rrxe, //
+    odp, //
 };
 
 use super::{
@@ -76,6 +75,8 @@ use super::{
     path_mtu,
     sq_before,
     tx_ctx,
+    Rrxe,
+    State,
     WqeMeta, //
 };
 
@@ -126,7 +127,8 @@ fn local_buffer_ready(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe, len: u32) -> b
         return true;
     }
     let (dev, pd_id) = (qp.device(), qp.pd_id());
-    match mem::probe_send_sges(dev, pd_id, &st.sq_snap, w.num_sge, len as usize) {
+    let sges = Sges::Send(&st.sq_snap);
+    match mem::probe_sges(dev, pd_id, sges, w.num_sge, len as usize) {
         Err(MemError::Fault(f)) => {
             if !odp::request(qp, &mut st.odp, f) {
                 // It cannot be faulted in: the WQE fails here, as the C
@@ -574,17 +576,7 @@ fn send_message_packet(
             return false;
         };
         tx.build(&bth, &ext, seg.len as usize, |buf| {
-            mem::gather(
-                qp.device(),
-                qp.pd_id(),
-                sq_snap,
-                w.has_inline(),
-                w.length,
-                w.num_sge,
-                seg.offset,
-                buf,
-            )
-            .map_err(|e| {
+            mem::gather(qp.device(), qp.pd_id(), sq_snap, w, seg.offset, buf).map_err(|e| {
                 gather_err = Some(e);
                 EFAULT
             })

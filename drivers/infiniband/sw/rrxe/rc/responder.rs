@@ -55,30 +55,26 @@ use crate::{
 use kernel::prelude::*;
 
 use crate::rrxe::{
-    cq::RrxeCq,
-    hw_counters::{
-        qp_counts,
-        Counter, //
-    },
     mem::{
         self,
+        Access,
+        CopyDir,
         MemError,
         Need,
-        Via, //
+        Sges, //
     },
     mr::access,
     odp::{
         self,
         OdpFault, //
     },
-    qp::State,
-    srq::RrxeSrq,
-    verbs::Rrxe, //
+    srq::RrxeSrq, //
 };
 
 use super::{
     accept_payload_len,
     local_ops::invalidate_for_send,
+    qp_counts,
     read::{
         replay_read,
         start_read,
@@ -88,8 +84,12 @@ use super::{
     to_error,
     tx_ctx,
     uc::on_uc_request,
-    wc,      //
-    RecvCtx, //
+    wc,
+    Counter,
+    RecvCtx,
+    Rrxe,
+    RrxeCq,
+    State, //
 };
 use crate::{
     proto::wr::wc as wc_op,
@@ -661,7 +661,7 @@ pub(super) fn execute_send(
             mem::scatter(
                 qp.device(),
                 qp.pd_id(),
-                &st.rq_snap,
+                Sges::Recv(&st.rq_snap),
                 r.num_sge,
                 r.offset,
                 rq.payload,
@@ -725,16 +725,13 @@ pub(super) fn execute_write(
     if rq.plen > st.resp.write_resid || (rq.last && rq.plen != st.resp.write_resid) {
         return Err(INVALID);
     }
-    mem::write(
-        qp.device(),
-        qp.pd_id(),
+    let at = Access::rkey(
+        qp.uid,
         st.resp.write_rkey,
-        Via::Rkey(qp.uid),
         Need::RemoteWrite,
         st.resp.write_va,
-        rq.payload,
-    )
-    .map_err(|e| match e {
+    );
+    mem::copy(qp.device(), qp.pd_id(), at, CopyDir::ToMr(rq.payload)).map_err(|e| match e {
         // The rest of the message is faulted in with this packet's part.
         MemError::Fault(f) => {
             let rest = (st.resp.write_resid - rq.plen) as usize;
@@ -762,10 +759,10 @@ fn execute_read(qp: &Qp<Rrxe>, st: &mut State, rq: &Request<'_, '_>) -> Result<E
     }
     // On-demand memory is faulted in before the responses start (their
     // stream also waits, should a page go meanwhile).
-    let (dev, pd_id, via) = (qp.device(), qp.pd_id(), Via::Rkey(qp.uid));
+    let at = Access::rkey(qp.uid, reth.rkey, Need::RemoteRead, reth.va);
     // Its start: the stream waits for the rest as it gets there.
     let len = (reth.dma_len as usize).min(odp::MAX_FAULT_LEN);
-    mem::probe(dev, pd_id, reth.rkey, via, Need::RemoteRead, reth.va, len)
+    mem::probe(qp.device(), qp.pd_id(), at, len)
         .map_err(|e| Refusal::of_mem(e, INVALID, Unmapped::Access(false)))?;
     let msn = st.resp.msn_after();
     let count = start_read(qp, st, rq.psn, &reth, msn).map_err(|c| Refusal::Check(c, false))?;

@@ -21,11 +21,7 @@ use crate::{
     rdma::qp::Qp, //
 };
 
-use crate::rrxe::{
-    odp,
-    qp::State,
-    verbs::Rrxe, //
-};
+use crate::rrxe::odp;
 
 use super::{
     accept_payload_len,
@@ -37,7 +33,9 @@ use super::{
         Refusal,
         Request, //
     },
-    wc, //
+    wc,
+    Rrxe,
+    State, //
 };
 use crate::proto::wr::wc as wc_op;
 
