@@ -21,33 +21,24 @@ use crate::{
             Device,
             Driver, //
         },
+        object::rdma_object,
         srq::Srq,
-        table::{
-            Liveness,
-            Published, //
-        },
+        table::Liveness,
         timer::Timer,
         udata::Udata,
         Gid, //
     },
 };
-use core::{
-    marker::PhantomData,
-    ops::Deref,
-    ptr::NonNull, //
-};
+use core::marker::PhantomData;
 use kernel::{
     error::{
         from_result,
         to_result, //
     },
     prelude::*,
-    sync::{
-        aref::AlwaysRefCounted,
-        atomic::{
-            Atomic,
-            Relaxed, //
-        },
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
     },
     types::Opaque, //
 };
@@ -141,6 +132,8 @@ unsafe impl<T: Driver> Send for Qp<T> {}
 // SAFETY: The data is `Sync`; the C fields read through `&self` are constant after creation.
 unsafe impl<T: Driver> Sync for Qp<T> {}
 
+rdma_object!(Qp: ib_qp => QpData, in_place, from_raw, counted);
+
 /// The QP being created, before its driver state exists.
 pub struct NewQp<T: Driver>(*mut bindings::ib_qp, core::marker::PhantomData<T>);
 
@@ -176,27 +169,6 @@ impl<T: Driver> NewQp<T> {
 }
 
 impl<T: Driver> Qp<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// # Safety
-    ///
-    /// `ptr` must be the `ib_qp` of a live `Qp<T>` with initialised data, valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp) -> &'a Self {
-        // SAFETY: By the safety requirements.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// The QP number.
     pub fn qp_num(&self) -> u32 {
         // SAFETY: Constant after creation.
@@ -848,19 +820,6 @@ impl<T: Driver> Qp<T> {
     }
 }
 
-// SAFETY: References are counted in `live`; the memory is freed only after `destroy_callback`
-// waited for the count to reach zero.
-unsafe impl<T: Driver> AlwaysRefCounted for Qp<T> {
-    fn inc_ref(&self) {
-        self.live.get();
-    }
-
-    unsafe fn dec_ref(obj: NonNull<Self>) {
-        // SAFETY: The caller owns a reference, so the QP is valid; it is not touched afterwards.
-        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
-    }
-}
-
 impl<T: Driver> TxOwner for Qp<T> {
     fn tx_credit(&self) -> &TxCredit {
         &self.tx_credit
@@ -871,21 +830,6 @@ impl<T: Driver> TxOwner for Qp<T> {
         // Called only before `finish_destroy` detached the credit, so the initial reference is
         // still held and the count is not zero.
         self.kick();
-    }
-}
-
-// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
-unsafe impl<T: Driver> Published for Qp<T> {
-    fn liveness(&self) -> &Liveness {
-        &self.live
-    }
-}
-
-impl<T: Driver> Deref for Qp<T> {
-    type Target = T::QpData;
-
-    fn deref(&self) -> &T::QpData {
-        &self.data
     }
 }
 
