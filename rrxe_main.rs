@@ -24,6 +24,9 @@ pub mod module_notifier;
 #[path = "rust/kernel/net/mod.rs"]
 pub mod net;
 
+#[path = "rust/kernel/notifier.rs"]
+mod notifier;
+
 #[path = "rust/kernel/rdma/mod.rs"]
 pub mod rdma;
 

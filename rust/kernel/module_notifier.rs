@@ -15,9 +15,15 @@
 //!
 //! C header: [`include/linux/module.h`](srctree/include/linux/module.h)
 
-use crate::bindings;
+use crate::{
+    bindings,
+    notifier::{
+        Chain,
+        NotifierBlock, //
+    },
+};
+use core::marker::PhantomData;
 use kernel::{
-    error::to_result,
     prelude::*,
     types::Opaque,
     ThisModule, //
@@ -69,81 +75,38 @@ pub trait Handler: Send + Sync {
     fn going(&self, _module: &Module) {}
 }
 
-/// A registered module notifier with handler `T`.
-///
-/// The `struct notifier_block` is linked into the loader's chain, so it lives
-/// pinned inside the registration and is unlinked when the registration is
-/// dropped. Modules that were loaded before the registration are not
-/// reported; [`is_loaded`] tells whether one is.
-///
-/// # Invariants
-///
-/// `nb` is registered with `register_module_notifier`, and `handler` is
-/// initialised, for as long as `self` exists.
-#[pin_data(PinnedDrop)]
-pub struct Registration<T: Handler> {
-    #[pin]
-    handler: T,
-    #[pin]
-    nb: Opaque<bindings::notifier_block>,
-}
+/// The module notifier chain, with handler `T`.
+struct Modules<T>(PhantomData<T>);
 
-// SAFETY: The notifier block is only touched by the notifier chain under its lock; `T` is `Send`.
-unsafe impl<T: Handler> Send for Registration<T> {}
+// SAFETY: `register_module_notifier` links the block into the loader's chain, which calls it with
+// an `enum module_state` and the `struct module` it is about; `unregister_module_notifier` takes
+// the chain's lock for writing, so no callback runs after it returned.
+unsafe impl<T: Handler> Chain for Modules<T> {
+    type Handler = T;
 
-// SAFETY: `&Registration` only gives shared access to `T`, which is `Sync`.
-unsafe impl<T: Handler> Sync for Registration<T> {}
-
-impl<T: Handler> Registration<T> {
-    /// Initialises `handler` and registers it for module events.
-    pub fn new(handler: impl PinInit<T, Error>) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            handler <- handler,
-            nb <- Opaque::try_ffi_init(|slot: *mut bindings::notifier_block| {
-                // SAFETY: `slot` is valid for writes.
-                unsafe {
-                    slot.write(bindings::notifier_block {
-                        notifier_call: Some(Self::notifier_callback),
-                        next: core::ptr::null_mut(),
-                        priority: 0,
-                    })
-                };
-                // SAFETY: `slot` is initialised and pinned, and is unregistered in `drop` before
-                // its memory goes away. On error the pin-init machinery drops `handler`.
-                // INVARIANT: On success `nb` is registered.
-                to_result(unsafe { bindings::register_module_notifier(slot) })
-            }),
-        })
+    unsafe fn register(nb: *mut bindings::notifier_block) -> c_int {
+        // SAFETY: By the safety requirements.
+        unsafe { bindings::register_module_notifier(nb) }
     }
 
-    /// `notifier_call` of the notifier block.
-    ///
-    /// # Safety
-    ///
-    /// Only called by the module notifier chain, with the block registered in
-    /// [`Registration::new`], a `enum module_state` and the `struct module` it is about.
-    unsafe extern "C" fn notifier_callback(
-        nb: *mut bindings::notifier_block,
-        state: c_ulong,
-        ptr: *mut c_void,
-    ) -> c_int {
-        // CAST: `nb` is the `nb` field of a `Registration<T>`.
-        let nb = Opaque::cast_from(nb);
-        // SAFETY: The notifier chain only calls back with the block we registered, which is
-        // embedded in a live, pinned `Registration<T>`.
-        let this = unsafe { &*kernel::container_of!(nb, Self, nb) };
+    unsafe fn unregister(nb: *mut bindings::notifier_block) {
+        // SAFETY: By the safety requirements.
+        unsafe { bindings::unregister_module_notifier(nb) };
+    }
+
+    unsafe fn call(handler: &T, state: c_ulong, ptr: *mut c_void) -> c_int {
         // CAST: For module notifiers `ptr` is the `struct module` the event is about.
         // SAFETY: The loader keeps the module's memory for the duration of the call.
         let module = unsafe { Module::from_raw(ptr.cast()) };
         // CAST: `enum module_state` values are small non-negative integers.
         match state as bindings::module_state {
-            bindings::module_state_MODULE_STATE_COMING => match this.handler.coming(module) {
+            bindings::module_state_MODULE_STATE_COMING => match handler.coming(module) {
                 Ok(()) => bindings::NOTIFY_OK as c_int,
                 // SAFETY: Pure function of its argument.
                 Err(e) => unsafe { bindings::notifier_from_errno(e.to_errno()) },
             },
             bindings::module_state_MODULE_STATE_GOING => {
-                this.handler.going(module);
+                handler.going(module);
                 bindings::NOTIFY_DONE as c_int
             }
             _ => bindings::NOTIFY_DONE as c_int,
@@ -151,12 +114,24 @@ impl<T: Handler> Registration<T> {
     }
 }
 
-#[pinned_drop]
-impl<T: Handler> PinnedDrop for Registration<T> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `nb` is registered by the type invariant. Unregistering takes the chain's lock
-        // for writing, so no callback runs afterwards and `handler` outlives them all.
-        unsafe { bindings::unregister_module_notifier(self.nb.get()) };
+/// A registered module notifier with handler `T`.
+///
+/// The `struct notifier_block` is linked into the loader's chain, so it lives
+/// pinned inside the registration and is unlinked when the registration is
+/// dropped. Modules that were loaded before the registration are not
+/// reported; [`is_loaded`] tells whether one is.
+#[pin_data]
+pub struct Registration<T: Handler> {
+    #[pin]
+    block: NotifierBlock<Modules<T>>,
+}
+
+impl<T: Handler> Registration<T> {
+    /// Initialises `handler` and registers it for module events.
+    pub fn new(handler: impl PinInit<T, Error>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            block <- NotifierBlock::new(handler),
+        })
     }
 }
 

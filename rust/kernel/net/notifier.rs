@@ -6,13 +6,14 @@
 
 use crate::{
     bindings,
-    net::Device, //
+    net::Device,
+    notifier::{
+        Chain,
+        NotifierBlock, //
+    }, //
 };
-use kernel::{
-    error::to_result,
-    prelude::*,
-    types::Opaque, //
-};
+use core::marker::PhantomData;
+use kernel::prelude::*;
 
 /// A net device event (`enum netdev_cmd`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -66,87 +67,56 @@ pub trait Handler: Send + Sync {
     fn notify(&self, event: Event, dev: &Device);
 }
 
-/// A registered net device notifier with handler `T`.
-///
-/// The `struct notifier_block` is linked into the notifier chain, so it lives
-/// pinned inside the registration and is unlinked when the registration is
-/// dropped.
-///
-/// # Invariants
-///
-/// `nb` is registered with `register_netdevice_notifier`, and `handler` is
-/// initialised, for as long as `self` exists.
-#[pin_data(PinnedDrop)]
-pub struct Registration<T: Handler> {
-    #[pin]
-    handler: T,
-    #[pin]
-    nb: Opaque<bindings::notifier_block>,
-}
+/// The net device notifier chain, with handler `T`.
+struct Netdevs<T>(PhantomData<T>);
 
-// SAFETY: The notifier block is only touched by the notifier chain under its lock; `T` is `Send`.
-unsafe impl<T: Handler> Send for Registration<T> {}
+// SAFETY: `register_netdevice_notifier` links the block into the chain, which calls it with an
+// `enum netdev_cmd` and a `struct netdev_notifier_info`; `unregister_netdevice_notifier` waits for
+// running callbacks.
+unsafe impl<T: Handler> Chain for Netdevs<T> {
+    type Handler = T;
 
-// SAFETY: `&Registration` only gives shared access to `T`, which is `Sync`.
-unsafe impl<T: Handler> Sync for Registration<T> {}
-
-impl<T: Handler> Registration<T> {
-    /// Initialises `handler` and registers it for net device events.
-    pub fn new(handler: impl PinInit<T, Error>) -> impl PinInit<Self, Error> {
-        // The handler is initialised first: registering replays events at once.
-        try_pin_init!(Self {
-            handler <- handler,
-            nb <- Opaque::try_ffi_init(|slot: *mut bindings::notifier_block| {
-                // SAFETY: `slot` is valid for writes.
-                unsafe {
-                    slot.write(bindings::notifier_block {
-                        notifier_call: Some(Self::notifier_callback),
-                        next: core::ptr::null_mut(),
-                        priority: 0,
-                    })
-                };
-                // SAFETY: `slot` is initialised and pinned, and is unregistered in `drop` before
-                // its memory goes away. On error the pin-init machinery drops `handler`.
-                // INVARIANT: On success `nb` is registered.
-                to_result(unsafe { bindings::register_netdevice_notifier(slot) })
-            }),
-        })
+    unsafe fn register(nb: *mut bindings::notifier_block) -> c_int {
+        // SAFETY: By the safety requirements.
+        unsafe { bindings::register_netdevice_notifier(nb) }
     }
 
-    /// `notifier_call` of the notifier block.
-    ///
-    /// # Safety
-    ///
-    /// Only called by the net device notifier chain, with the block registered in
-    /// [`Registration::new`] and a `struct netdev_notifier_info`.
-    unsafe extern "C" fn notifier_callback(
-        nb: *mut bindings::notifier_block,
-        event: c_ulong,
-        ptr: *mut c_void,
-    ) -> c_int {
-        // CAST: `nb` is the `nb` field of a `Registration<T>`.
-        let nb = Opaque::cast_from(nb);
-        // SAFETY: The notifier chain only calls back with the block we registered, which is
-        // embedded in a live, pinned `Registration<T>`.
-        let this = unsafe { &*kernel::container_of!(nb, Self, nb) };
+    unsafe fn unregister(nb: *mut bindings::notifier_block) {
+        // SAFETY: By the safety requirements.
+        unsafe { bindings::unregister_netdevice_notifier(nb) };
+    }
+
+    unsafe fn call(handler: &T, event: c_ulong, ptr: *mut c_void) -> c_int {
         // SAFETY: For net device notifiers `ptr` is a `struct netdev_notifier_info`.
         let ndev = unsafe { bindings::netdev_notifier_info_to_dev(ptr) };
         if !ndev.is_null() {
             // SAFETY: The notifier chain holds the device alive for the call.
             let dev = unsafe { Device::from_raw(ndev) };
             // CAST: `unsigned long` is 64-bit on the supported architectures.
-            this.handler.notify(Event::from_raw(event as u64), dev);
+            handler.notify(Event::from_raw(event as u64), dev);
         }
         // CAST: small positive constant.
         bindings::NOTIFY_DONE as c_int
     }
 }
 
-#[pinned_drop]
-impl<T: Handler> PinnedDrop for Registration<T> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `nb` is registered by the type invariant. `unregister_netdevice_notifier`
-        // waits for running callbacks, so `handler` outlives them.
-        unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
+/// A registered net device notifier with handler `T`.
+///
+/// The `struct notifier_block` is linked into the notifier chain, so it lives
+/// pinned inside the registration and is unlinked when the registration is
+/// dropped.
+#[pin_data]
+pub struct Registration<T: Handler> {
+    #[pin]
+    block: NotifierBlock<Netdevs<T>>,
+}
+
+impl<T: Handler> Registration<T> {
+    /// Initialises `handler` and registers it for net device events.
+    pub fn new(handler: impl PinInit<T, Error>) -> impl PinInit<Self, Error> {
+        // The handler is initialised first: registering replays events at once.
+        try_pin_init!(Self {
+            block <- NotifierBlock::new(handler),
+        })
     }
 }

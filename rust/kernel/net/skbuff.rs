@@ -983,6 +983,18 @@ mod tests {
         sum as u16
     }
 
+    /// The initial namespace and its loopback device.
+    fn init_net_lo() -> (&'static Namespace, &'static Device) {
+        // SAFETY: `init_net` is never dismantled; its loopback device lives as long.
+        unsafe {
+            let net = Namespace::from_raw(&raw mut bindings::init_net);
+            (
+                net,
+                Device::from_raw(bindings::net_loopback_dev(net.as_raw())),
+            )
+        }
+    }
+
     fn hdr(sgid: [u8; 16], dgid: [u8; 16]) -> UdpIpHdr {
         UdpIpHdr {
             sgid,
@@ -1025,14 +1037,7 @@ mod tests {
     /// lengths, checksum, queueing, and a trip through `ip_local_out`.
     #[test]
     fn loopback_ipv4() -> Result {
-        // SAFETY: `init_net` is never dismantled; its loopback device lives as long.
-        let (net, lo) = unsafe {
-            let net = Namespace::from_raw(&raw mut bindings::init_net);
-            (
-                net,
-                Device::from_raw(bindings::net_loopback_dev(net.as_raw())),
-            )
-        };
+        let (net, lo) = init_net_lo();
         let gid = mapped([127, 0, 0, 1]);
         let Ok(route) = Route::output(net, lo, &gid, &gid) else {
             // `lo` is down: nothing to test against.
@@ -1106,14 +1111,7 @@ mod tests {
     /// detached, and not after; an unbound or foreign owner is refused.
     #[test]
     fn charged_loopback() -> Result {
-        // SAFETY: `init_net` is never dismantled; its loopback device lives as long.
-        let (net, lo) = unsafe {
-            let net = Namespace::from_raw(&raw mut bindings::init_net);
-            (
-                net,
-                Device::from_raw(bindings::net_loopback_dev(net.as_raw())),
-            )
-        };
+        let (net, lo) = init_net_lo();
         let gid = mapped([127, 0, 0, 1]);
         let Ok(route) = Route::output(net, lo, &gid, &gid) else {
             return Ok(());
@@ -1174,14 +1172,7 @@ mod tests {
     /// The same over IPv6 to ::1, if `lo` has it.
     #[test]
     fn loopback_ipv6() -> Result {
-        // SAFETY: `init_net` is never dismantled; its loopback device lives as long.
-        let (net, lo) = unsafe {
-            let net = Namespace::from_raw(&raw mut bindings::init_net);
-            (
-                net,
-                Device::from_raw(bindings::net_loopback_dev(net.as_raw())),
-            )
-        };
+        let (net, lo) = init_net_lo();
         let mut gid = [0u8; 16];
         gid[15] = 1;
         let Ok(route) = Route::output(net, lo, &gid, &gid) else {

@@ -11,21 +11,14 @@ use crate::{
             Device,
             Driver, //
         },
-        table::{
-            Liveness,
-            Published, //
-        },
+        object::rdma_object,
+        table::Liveness,
         udata::Udata, //
     },
-};
-use core::{
-    ops::Deref,
-    ptr::NonNull, //
 };
 use kernel::{
     error::from_result,
     prelude::*,
-    sync::aref::AlwaysRefCounted,
     types::Opaque, //
 };
 
@@ -174,8 +167,9 @@ impl AhAttr {
 ///
 /// # Invariants
 ///
-/// - `ib` is at offset 0 and valid; `live`, `num` and `data` are
-///   initialised while a reference to `Self` exists.
+/// - `ib` is at offset 0 and is a valid `struct ib_ah` of a device of
+///   driver `T`; `live`, `num` and `data` are initialised while a reference
+///   to `Self` exists.
 /// - The memory is not freed before the count of `live` reached zero.
 #[repr(C)]
 pub struct Ah<T: Driver> {
@@ -186,39 +180,13 @@ pub struct Ah<T: Driver> {
     data: T::AhData,
 }
 
-// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
-unsafe impl<T: Driver> Send for Ah<T> {}
-// SAFETY: The data is `Sync`.
-unsafe impl<T: Driver> Sync for Ah<T> {}
+rdma_object!(Ah: ib_ah => AhData, in_place, from_raw, counted, send_sync);
 
 /// How long a destruction that may not sleep waits for the references
 /// others hold, in milliseconds (as the C driver's `RXE_POOL_TIMEOUT`).
 const ATOMIC_DESTROY_WAIT_MS: u32 = 200;
 
 impl<T: Driver> Ah<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// # Safety
-    ///
-    /// `ptr` must be the `ib_ah` of a live `Ah<T>` with initialised data,
-    /// valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_ah) -> &'a Self {
-        // CAST: `ib` is the first field.
-        // SAFETY: By the safety requirements.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// The number the handle is published under (rxe's `ah_num`).
     pub fn num(&self) -> u32 {
         self.num
@@ -400,34 +368,6 @@ impl<T: Driver> Ah<T> {
             unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
             Ok(0)
         })
-    }
-}
-
-// SAFETY: References are counted in `live`; the memory is freed only after `destroy_callback`
-// saw the count reach zero.
-unsafe impl<T: Driver> AlwaysRefCounted for Ah<T> {
-    fn inc_ref(&self) {
-        self.live.get();
-    }
-
-    unsafe fn dec_ref(obj: NonNull<Self>) {
-        // SAFETY: The caller owns a reference, so the AH is valid; it is not touched afterwards.
-        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
-    }
-}
-
-// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
-unsafe impl<T: Driver> Published for Ah<T> {
-    fn liveness(&self) -> &Liveness {
-        &self.live
-    }
-}
-
-impl<T: Driver> Deref for Ah<T> {
-    type Target = T::AhData;
-
-    fn deref(&self) -> &T::AhData {
-        &self.data
     }
 }
 

@@ -11,11 +11,11 @@ use crate::{
             Device,
             Driver, //
         },
+        object::rdma_object,
         udata::Udata,
         wc::Wc, //
     },
 };
-use core::ops::Deref;
 use kernel::{
     error::from_result,
     prelude::*,
@@ -68,34 +68,12 @@ unsafe impl<T: Driver> Send for Cq<T> {}
 // and `T::CqData`, which is `Sync`.
 unsafe impl<T: Driver> Sync for Cq<T> {}
 
+rdma_object!(Cq: ib_cq => CqData, in_place, from_raw);
+
 impl<T: Driver> Cq<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// Returns the device of the CQ.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant; the device outlives its CQs.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// Returns the C struct.
     pub(crate) fn as_raw(&self) -> *mut bindings::ib_cq {
         self.ib.get()
-    }
-
-    /// Returns the CQ whose `ib_cq` is `ptr`.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `ib_cq` of a live `Cq<T>` with initialised data, valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_cq) -> &'a Self {
-        // SAFETY: `ib` is the first field of the `#[repr(C)]` `Self`; valid by the safety
-        // requirements.
-        unsafe { &*ptr.cast::<Self>() }
     }
 
     /// Sets the number of entries reported to the consumer (`ib_cq.cqe`).
@@ -258,13 +236,5 @@ impl<T: Driver> Cq<T> {
         // SAFETY: By the safety requirements.
         let cq = unsafe { Self::from_raw(ptr) };
         c_int::from(T::req_notify_cq(cq, NotifyFlags(flags)))
-    }
-}
-
-impl<T: Driver> Deref for Cq<T> {
-    type Target = T::CqData;
-
-    fn deref(&self) -> &Self::Target {
-        &self.data
     }
 }

@@ -26,6 +26,7 @@ pub mod lock;
 pub mod mad;
 pub mod mr;
 pub mod mw;
+pub(crate) mod object;
 pub mod pd;
 pub mod port;
 pub mod qp;

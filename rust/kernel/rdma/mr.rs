@@ -11,30 +11,19 @@ use crate::{
             Device,
             Driver, //
         },
+        object::rdma_object,
         pd::Pd,
-        table::{
-            Liveness,
-            Published, //
-        },
+        table::Liveness,
         udata::Udata, //
     },
 };
-use core::{
-    ops::Deref,
-    ptr::{
-        self,
-        NonNull, //
-    },
-};
+use core::ptr;
 use kernel::{
     error::from_result,
     prelude::*,
-    sync::{
-        aref::AlwaysRefCounted,
-        atomic::{
-            Atomic,
-            Relaxed, //
-        },
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
     },
     types::Opaque, //
 };
@@ -326,7 +315,9 @@ pub struct ReregArgs {
 ///
 /// # Invariants
 ///
-/// `ib` is at offset 0; `self` was allocated by [`KBox`] in one of the
+/// `ib` is at offset 0 and is a valid `struct ib_mr` of a device of driver
+/// `T`, and `live` and `data` are initialised, while a reference to `Self`
+/// exists; `self` was allocated by [`KBox`] in one of the
 /// create callbacks and is freed in `dereg_callback`, after the count of
 /// `live` reached zero. `dma` is true only for regions made by
 /// `get_dma_callback`, which only the RDMA core calls, for kernel PDs.
@@ -348,27 +339,9 @@ pub struct Mr<T: Driver> {
     data: T::MrData,
 }
 
-// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
-unsafe impl<T: Driver> Send for Mr<T> {}
-// SAFETY: The data is `Sync`.
-unsafe impl<T: Driver> Sync for Mr<T> {}
+rdma_object!(Mr: ib_mr => MrData, from_raw, counted, send_sync);
 
 impl<T: Driver> Mr<T> {
-    /// # Safety
-    ///
-    /// `ptr` must be the `ib` of a live `Mr<T>`, valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_mr) -> &'a Self {
-        // CAST: `ib` is the first field.
-        // SAFETY: By the safety requirements.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// Returns the device of the region.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: `device` is set at creation; the device outlives its MRs.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// The local key.
     pub fn lkey(&self) -> u32 {
         // SAFETY: The region is valid. A volatile read: consumers rewrite the key byte of
@@ -766,34 +739,5 @@ impl<T: Driver> Mr<T> {
             drop(unsafe { KBox::from_raw(this) });
             Ok(0)
         })
-    }
-}
-
-// SAFETY: References are counted in `live`; the memory is freed only after `dereg_callback`
-// waited for the count to reach zero.
-unsafe impl<T: Driver> AlwaysRefCounted for Mr<T> {
-    fn inc_ref(&self) {
-        self.live.get();
-    }
-
-    unsafe fn dec_ref(obj: NonNull<Self>) {
-        // SAFETY: The caller owns a reference, so the region is valid; it is not touched
-        // afterwards.
-        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
-    }
-}
-
-// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
-unsafe impl<T: Driver> Published for Mr<T> {
-    fn liveness(&self) -> &Liveness {
-        &self.live
-    }
-}
-
-impl<T: Driver> Deref for Mr<T> {
-    type Target = T::MrData;
-
-    fn deref(&self) -> &T::MrData {
-        &self.data
     }
 }

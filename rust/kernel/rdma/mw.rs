@@ -11,21 +11,14 @@ use crate::{
             Device,
             Driver, //
         },
-        table::{
-            Liveness,
-            Published, //
-        },
+        object::rdma_object,
+        table::Liveness,
         udata::Udata, //
     },
-};
-use core::{
-    ops::Deref,
-    ptr::NonNull, //
 };
 use kernel::{
     error::from_result,
     prelude::*,
-    sync::aref::AlwaysRefCounted,
     types::Opaque, //
 };
 
@@ -45,8 +38,9 @@ pub const TYPE_2: u32 = bindings::ib_mw_type_IB_MW_TYPE_2;
 ///
 /// # Invariants
 ///
-/// - `ib` is at offset 0 and valid; `live`, `index` and `data` are
-///   initialised while a reference to `Self` exists.
+/// - `ib` is at offset 0 and is a valid `struct ib_mw` of a device of
+///   driver `T`; `live`, `index` and `data` are initialised while a
+///   reference to `Self` exists.
 /// - The memory is not freed before the count of `live` reached zero.
 #[repr(C)]
 pub struct Mw<T: Driver> {
@@ -57,25 +51,9 @@ pub struct Mw<T: Driver> {
     data: T::MwData,
 }
 
-// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
-unsafe impl<T: Driver> Send for Mw<T> {}
-// SAFETY: The data is `Sync`.
-unsafe impl<T: Driver> Sync for Mw<T> {}
+rdma_object!(Mw: ib_mw => MwData, in_place, counted, send_sync);
 
 impl<T: Driver> Mw<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// The device.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant; the device outlives its windows.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// The window type, [`TYPE_1`] or [`TYPE_2`].
     pub fn mw_type(&self) -> u32 {
         // SAFETY: Set by the RDMA core before `alloc_mw`; constant afterwards.
@@ -163,34 +141,5 @@ impl<T: Driver> Mw<T> {
         // this call.
         unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
         0
-    }
-}
-
-// SAFETY: References are counted in `live`; the memory is freed only after `dealloc_callback`
-// waited for the count to reach zero.
-unsafe impl<T: Driver> AlwaysRefCounted for Mw<T> {
-    fn inc_ref(&self) {
-        self.live.get();
-    }
-
-    unsafe fn dec_ref(obj: NonNull<Self>) {
-        // SAFETY: The caller owns a reference, so the window is valid; it is not touched
-        // afterwards.
-        unsafe { Liveness::put(&raw const (*obj.as_ptr()).live) };
-    }
-}
-
-// SAFETY: `liveness` is always `live`, which the `AlwaysRefCounted` implementation uses.
-unsafe impl<T: Driver> Published for Mw<T> {
-    fn liveness(&self) -> &Liveness {
-        &self.live
-    }
-}
-
-impl<T: Driver> Deref for Mw<T> {
-    type Target = T::MwData;
-
-    fn deref(&self) -> &T::MwData {
-        &self.data
     }
 }

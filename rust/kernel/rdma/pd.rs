@@ -7,16 +7,14 @@
 use crate::{
     bindings,
     rdma::{
-        device::{
-            Device,
-            Driver, //
-        },
-        udata::Udata, //
+        device::Driver,
+        object::{
+            alloc_data,
+            rdma_object, //
+        }, //
     },
 };
-use core::ops::Deref;
 use kernel::{
-    error::from_result,
     prelude::*,
     types::Opaque, //
 };
@@ -39,31 +37,9 @@ pub struct Pd<T: Driver> {
     data: T::PdData,
 }
 
+rdma_object!(Pd: ib_pd => PdData, in_place, from_raw);
+
 impl<T: Driver> Pd<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// Returns the device this protection domain belongs to.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant `ib` is valid and belongs to a device of driver `T`,
-        // which outlives its protection domains.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
-    /// Returns the PD whose `ib_pd` is `ptr`.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `ib_pd` of a live `Pd<T>` with initialised data, valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_pd) -> &'a Self {
-        // SAFETY: By the safety requirements.
-        unsafe { &*Self::container(ptr) }
-    }
-
     /// Pins `length` bytes of user memory at `start` for a region of this
     /// PD's device.
     pub fn umem_get(
@@ -104,20 +80,13 @@ impl<T: Driver> Pd<T> {
         ptr: *mut bindings::ib_pd,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: `ptr` is the `ib_pd` of a `Pd<T>` by the safety requirements.
-            let this = unsafe { Self::container(ptr) };
-            // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call.
-            let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
-            // SAFETY: `udata` is valid or NULL for the call.
-            let udata = unsafe { Udata::from_raw(udata) };
-            let init = T::alloc_pd(dev, udata);
-            // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
-            // until `ib_core` frees it after `dealloc_callback`. On error `ib_core` frees the
-            // memory without calling `dealloc_callback`.
-            unsafe { init.__pinned_init(&raw mut (*this).data) }?;
-            Ok(0)
-        })
+        // SAFETY: `ptr` is the `ib_pd` of a `Pd<T>` by the safety requirements.
+        let this = unsafe { Self::container(ptr) };
+        // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call;
+        // `udata` is valid or NULL for the call. `data` is uninitialised memory inside the
+        // allocation, which does not move until `ib_core` frees it after `dealloc_callback`; on
+        // error `ib_core` frees the memory without calling `dealloc_callback`.
+        unsafe { alloc_data((*ptr).device, udata, &raw mut (*this).data, T::alloc_pd) }
     }
 
     /// `dealloc_pd` callback.
@@ -135,13 +104,5 @@ impl<T: Driver> Pd<T> {
         // uses the protection domain after this call.
         unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
         0
-    }
-}
-
-impl<T: Driver> Deref for Pd<T> {
-    type Target = T::PdData;
-
-    fn deref(&self) -> &Self::Target {
-        &self.data
     }
 }

@@ -11,11 +11,11 @@ use crate::{
             Device,
             Driver, //
         },
+        object::rdma_object,
         qp::post_recv_list,
         udata::Udata, //
     },
 };
-use core::ops::Deref;
 use kernel::{
     error::from_result,
     prelude::*,
@@ -58,41 +58,17 @@ impl SrqAttr {
 ///
 /// # Invariants
 ///
-/// `ib` is at offset 0 and valid; `data` is initialised while a reference
-/// to `Self` exists.
+/// `ib` is at offset 0 and is a valid `struct ib_srq` of a device of driver
+/// `T`; `data` is initialised while a reference to `Self` exists.
 #[repr(C)]
 pub struct Srq<T: Driver> {
     ib: Opaque<bindings::ib_srq>,
     data: T::SrqData,
 }
 
-// SAFETY: The C part is synchronised by the RDMA core; the data is `Send`.
-unsafe impl<T: Driver> Send for Srq<T> {}
-// SAFETY: The data is `Sync`.
-unsafe impl<T: Driver> Sync for Srq<T> {}
+rdma_object!(Srq: ib_srq => SrqData, in_place, from_raw, send_sync);
 
 impl<T: Driver> Srq<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// # Safety
-    ///
-    /// `ptr` must be the `ib_srq` of a live `Srq<T>` with initialised data.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_srq) -> &'a Self {
-        // SAFETY: By the safety requirements.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// Whether the consumer gave an event handler (`ib_srq.event_handler`;
     /// user SRQs always have the uverbs one).
     pub fn has_event_handler(&self) -> bool {
@@ -242,13 +218,5 @@ impl<T: Driver> Srq<T> {
             unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
             Ok(0)
         })
-    }
-}
-
-impl<T: Driver> Deref for Srq<T> {
-    type Target = T::SrqData;
-
-    fn deref(&self) -> &T::SrqData {
-        &self.data
     }
 }

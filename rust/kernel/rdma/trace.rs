@@ -57,18 +57,15 @@ pub fn qp_state<T: Driver>(dev: &Device<T>, qpn: u32, old: u32, new: u32) {
     unsafe { bindings::trace_qp_state(dev.as_raw(), qpn, old, new) }
 }
 
-/// Whether event `rrxe_send_pkt` is enabled.
-pub fn send_pkt_enabled() -> bool {
-    // SAFETY: Reads the tracepoint's static key only.
-    unsafe { bindings::trace_send_pkt_enabled() }
-}
+/// The C helper of an event of class `rrxe_pkt`.
+type PktEvent = unsafe extern "C" fn(*const bindings::ib_device, u32, u32, u32, u8, u32, bool);
 
-/// Event `rrxe_send_pkt`: `dev` hands a packet to the IP stack (or to its
-/// own receive path, for a local destination).
-pub fn send_pkt<T: Driver>(dev: &Device<T>, p: &PktFields) {
-    // SAFETY: `dev` is a valid device; the helper only reads its name.
+/// Calls `event`, an event of class `rrxe_pkt`, for a packet `p` of `dev`.
+fn pkt<T: Driver>(event: PktEvent, dev: &Device<T>, p: &PktFields) {
+    // SAFETY: `event` is a C helper of class `rrxe_pkt` (the callers pass `trace_send_pkt` or
+    // `trace_recv_pkt`), which only reads the name of `dev`, a valid device.
     unsafe {
-        bindings::trace_send_pkt(
+        event(
             dev.as_raw(),
             p.qpn,
             p.dest_qpn,
@@ -78,6 +75,18 @@ pub fn send_pkt<T: Driver>(dev: &Device<T>, p: &PktFields) {
             p.ackreq,
         )
     }
+}
+
+/// Whether event `rrxe_send_pkt` is enabled.
+pub fn send_pkt_enabled() -> bool {
+    // SAFETY: Reads the tracepoint's static key only.
+    unsafe { bindings::trace_send_pkt_enabled() }
+}
+
+/// Event `rrxe_send_pkt`: `dev` hands a packet to the IP stack (or to its
+/// own receive path, for a local destination).
+pub fn send_pkt<T: Driver>(dev: &Device<T>, p: &PktFields) {
+    pkt(bindings::trace_send_pkt, dev, p);
 }
 
 /// Whether event `rrxe_recv_pkt` is enabled.
@@ -88,18 +97,7 @@ pub fn recv_pkt_enabled() -> bool {
 
 /// Event `rrxe_recv_pkt`: `dev` received a valid packet for a QP.
 pub fn recv_pkt<T: Driver>(dev: &Device<T>, p: &PktFields) {
-    // SAFETY: `dev` is a valid device; the helper only reads its name.
-    unsafe {
-        bindings::trace_recv_pkt(
-            dev.as_raw(),
-            p.qpn,
-            p.dest_qpn,
-            p.psn,
-            p.opcode,
-            p.len,
-            p.ackreq,
-        )
-    }
+    pkt(bindings::trace_recv_pkt, dev, p);
 }
 
 /// Event `rrxe_retransmit`: QP `qpn` sends again from `psn`.

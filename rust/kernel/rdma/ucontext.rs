@@ -7,16 +7,14 @@
 use crate::{
     bindings,
     rdma::{
-        device::{
-            Device,
-            Driver, //
-        },
-        udata::Udata, //
+        device::Driver,
+        object::{
+            alloc_data,
+            rdma_object, //
+        }, //
     },
 };
-use core::ops::Deref;
 use kernel::{
-    error::from_result,
     prelude::*,
     types::Opaque, //
 };
@@ -38,21 +36,9 @@ pub struct Ucontext<T: Driver> {
     data: T::UcontextData,
 }
 
+rdma_object!(Ucontext: ib_ucontext => UcontextData, in_place);
+
 impl<T: Driver> Ucontext<T> {
-    /// Checked when the ops table is built: `ib_core` allocates with `kzalloc`.
-    pub(crate) const SIZE: usize = {
-        assert!(core::mem::offset_of!(Self, ib) == 0);
-        assert!(core::mem::align_of::<Self>() <= bindings::ARCH_KMALLOC_MINALIGN);
-        core::mem::size_of::<Self>()
-    };
-
-    /// Returns the device this context belongs to.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant `ib` is valid and belongs to a device of driver `T`,
-        // which outlives its contexts.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// # Safety
     ///
     /// `ptr` must point to the `ib_ucontext` of a `Ucontext<T>`.
@@ -71,20 +57,20 @@ impl<T: Driver> Ucontext<T> {
         ptr: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: `ptr` is the `ib_ucontext` of a `Ucontext<T>` by the safety requirements.
-            let this = unsafe { Self::container(ptr) };
-            // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call.
-            let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
-            // SAFETY: `udata` is valid or NULL for the call.
-            let udata = unsafe { Udata::from_raw(udata) };
-            let init = T::alloc_ucontext(dev, udata);
-            // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
-            // until `ib_core` frees it after `dealloc_callback`. On error `ib_core` frees the
-            // memory without calling `dealloc_callback`.
-            unsafe { init.__pinned_init(&raw mut (*this).data) }?;
-            Ok(0)
-        })
+        // SAFETY: `ptr` is the `ib_ucontext` of a `Ucontext<T>` by the safety requirements.
+        let this = unsafe { Self::container(ptr) };
+        // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call;
+        // `udata` is valid or NULL for the call. `data` is uninitialised memory inside the
+        // allocation, which does not move until `ib_core` frees it after `dealloc_callback`; on
+        // error `ib_core` frees the memory without calling `dealloc_callback`.
+        unsafe {
+            alloc_data(
+                (*ptr).device,
+                udata,
+                &raw mut (*this).data,
+                T::alloc_ucontext,
+            )
+        }
     }
 
     /// `disassociate_ucontext` callback.
@@ -111,13 +97,5 @@ impl<T: Driver> Ucontext<T> {
         // SAFETY: `data` was initialised by `alloc_callback` and is dropped only here; nothing
         // uses the context after this call.
         unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
-    }
-}
-
-impl<T: Driver> Deref for Ucontext<T> {
-    type Target = T::UcontextData;
-
-    fn deref(&self) -> &Self::Target {
-        &self.data
     }
 }

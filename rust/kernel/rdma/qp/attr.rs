@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! QP attributes: types, states, attribute masks, capabilities and the
+//! `struct ib_qp_attr` the driver stores (`include/rdma/ib_verbs.h`).
+
+use crate::{
+    bindings,
+    rdma::ah::Av, //
+};
+
+/// QP types (`enum ib_qp_type`) as raw values.
+pub mod qp_type {
+    use crate::bindings;
+    /// `IB_QPT_SMI`.
+    pub const SMI: u32 = bindings::ib_qp_type_IB_QPT_SMI;
+    /// `IB_QPT_GSI`.
+    pub const GSI: u32 = bindings::ib_qp_type_IB_QPT_GSI;
+    /// `IB_QPT_RC`.
+    pub const RC: u32 = bindings::ib_qp_type_IB_QPT_RC;
+    /// `IB_QPT_UC`.
+    pub const UC: u32 = bindings::ib_qp_type_IB_QPT_UC;
+    /// `IB_QPT_UD`.
+    pub const UD: u32 = bindings::ib_qp_type_IB_QPT_UD;
+}
+
+/// QP states (`enum ib_qp_state`) as raw values.
+pub mod qp_state {
+    use crate::bindings;
+    /// `IB_QPS_RESET`.
+    pub const RESET: u32 = bindings::ib_qp_state_IB_QPS_RESET;
+    /// `IB_QPS_INIT`.
+    pub const INIT: u32 = bindings::ib_qp_state_IB_QPS_INIT;
+    /// `IB_QPS_RTR`.
+    pub const RTR: u32 = bindings::ib_qp_state_IB_QPS_RTR;
+    /// `IB_QPS_RTS`.
+    pub const RTS: u32 = bindings::ib_qp_state_IB_QPS_RTS;
+    /// `IB_QPS_SQD`.
+    pub const SQD: u32 = bindings::ib_qp_state_IB_QPS_SQD;
+    /// `IB_QPS_SQE`.
+    pub const SQE: u32 = bindings::ib_qp_state_IB_QPS_SQE;
+    /// `IB_QPS_ERR`.
+    pub const ERR: u32 = bindings::ib_qp_state_IB_QPS_ERR;
+}
+
+/// Attribute mask bits (`enum ib_qp_attr_mask`).
+pub mod mask {
+    use crate::bindings;
+    /// `IB_QP_STATE`.
+    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    /// `IB_QP_CUR_STATE`.
+    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    /// `IB_QP_ACCESS_FLAGS`.
+    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    /// `IB_QP_PKEY_INDEX`.
+    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    /// `IB_QP_PORT`.
+    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    /// `IB_QP_QKEY`.
+    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    /// `IB_QP_AV`.
+    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    /// `IB_QP_PATH_MTU`.
+    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    /// `IB_QP_TIMEOUT`.
+    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    /// `IB_QP_RETRY_CNT`.
+    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    /// `IB_QP_RNR_RETRY`.
+    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    /// `IB_QP_RQ_PSN`.
+    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    /// `IB_QP_MAX_QP_RD_ATOMIC`.
+    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    /// `IB_QP_ALT_PATH`.
+    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    /// `IB_QP_MIN_RNR_TIMER`.
+    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    /// `IB_QP_SQ_PSN`.
+    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
+    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    /// `IB_QP_PATH_MIG_STATE`.
+    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    /// `IB_QP_CAP`.
+    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    /// `IB_QP_DEST_QPN`.
+    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    /// `IB_QP_ATTR_STANDARD_BITS`: every bit below `IB_QP_RATE_LIMIT`.
+    pub const STANDARD_BITS: u32 = (bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT << 1) - 1;
+}
+
+/// Capabilities of a QP's work queues (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpCap {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// SGEs per send WR.
+    pub max_send_sge: u32,
+    /// SGEs per receive WR.
+    pub max_recv_sge: u32,
+    /// Inline data per send WR, in bytes.
+    pub max_inline_data: u32,
+}
+
+impl QpCap {
+    pub(super) fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    pub(super) fn write_raw(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// Creation attributes of a QP (`struct ib_qp_init_attr`).
+#[derive(Clone, Copy, Debug)]
+pub struct QpInitAttr {
+    /// `enum ib_qp_type`, see [`qp_type`].
+    pub qp_type: u32,
+    /// Requested capabilities; the driver writes back what it allocated.
+    pub cap: QpCap,
+    /// Every send WR completes (`IB_SIGNAL_ALL_WR`).
+    pub sq_sig_all: bool,
+    /// `enum ib_qp_create_flags`.
+    pub create_flags: u32,
+    /// Port (GSI/SMI only).
+    pub port_num: u32,
+    /// Whether both CQs are given.
+    pub has_cqs: bool,
+    /// Whether the QP receives from an SRQ.
+    pub has_srq: bool,
+}
+
+/// Attributes of a QP (`struct ib_qp_attr`), as the driver stores and
+/// reports them.
+///
+/// The address vectors are kept without their `sgid_attr` references (the
+/// RDMA core only lends those for the duration of a call).
+pub struct QpAttr(bindings::ib_qp_attr);
+
+impl Clone for QpAttr {
+    fn clone(&self) -> Self {
+        Self(self.0.clone_raw())
+    }
+}
+
+// SAFETY: The only pointers (`sgid_attr`, `xmit_slave`) are always NULL in a stored `QpAttr`.
+unsafe impl Send for QpAttr {}
+// SAFETY: As above.
+unsafe impl Sync for QpAttr {}
+
+macro_rules! qp_attr_accessors {
+    ($($(#[$m:meta])* $get:ident, $set:ident: $t:ty;)*) => {
+        $(
+            $(#[$m])*
+            pub fn $get(&self) -> $t { self.0.$get }
+            /// Sets the field of the same name.
+            pub fn $set(&mut self, v: $t) { self.0.$get = v; }
+        )*
+    };
+}
+
+impl QpAttr {
+    /// All-zero attributes (state RESET).
+    pub fn new() -> Self {
+        // SAFETY: All-zero is a valid `ib_qp_attr`.
+        Self(unsafe { core::mem::zeroed() })
+    }
+
+    pub(super) fn from_raw(a: &bindings::ib_qp_attr) -> Self {
+        // SAFETY: `ib_qp_attr` is plain data; the copy is a bitwise snapshot.
+        let mut c = Self(unsafe { core::ptr::read(a) });
+        c.0.ah_attr.grh.sgid_attr = core::ptr::null();
+        c.0.alt_ah_attr.grh.sgid_attr = core::ptr::null();
+        c.0.xmit_slave = core::ptr::null_mut();
+        c
+    }
+
+    /// A copy of the C struct, for the RDMA core's `query_qp` answer.
+    pub(super) fn to_raw(&self) -> bindings::ib_qp_attr {
+        self.0.clone_raw()
+    }
+
+    qp_attr_accessors! {
+        /// `qp_state`.
+        qp_state, set_qp_state: u32;
+        /// `cur_qp_state`.
+        cur_qp_state, set_cur_qp_state: u32;
+        /// `path_mtu` (`enum ib_mtu`).
+        path_mtu, set_path_mtu: u32;
+        /// `qp_access_flags`.
+        qp_access_flags, set_qp_access_flags: i32;
+        /// `port_num`.
+        port_num, set_port_num: u32;
+        /// `alt_port_num`.
+        alt_port_num, set_alt_port_num: u32;
+        /// `timeout` (4.096 µs × 2^timeout).
+        timeout, set_timeout: u8;
+        /// `alt_timeout`.
+        alt_timeout, set_alt_timeout: u8;
+        /// `max_rd_atomic`.
+        max_rd_atomic, set_max_rd_atomic: u8;
+        /// `max_dest_rd_atomic`.
+        max_dest_rd_atomic, set_max_dest_rd_atomic: u8;
+        /// `sq_draining`.
+        sq_draining, set_sq_draining: u8;
+        /// `sq_psn`.
+        sq_psn, set_sq_psn: u32;
+        /// `rq_psn`.
+        rq_psn, set_rq_psn: u32;
+        /// `dest_qp_num`: the remote QPN (RC, UC).
+        dest_qp_num, set_dest_qp_num: u32;
+        /// `retry_cnt`: transport retries before an error (0..=7).
+        retry_cnt, set_retry_cnt: u8;
+        /// `rnr_retry`: RNR NAK retries (0..=6; 7 means unlimited).
+        rnr_retry, set_rnr_retry: u8;
+        /// `min_rnr_timer`: the RNR NAK timer field sent to the requester
+        /// (IBTA Vol 1 §9.7.5.2.8, table of encoded times).
+        min_rnr_timer, set_min_rnr_timer: u8;
+        /// `qkey` (UD, GSI).
+        qkey, set_qkey: u32;
+        /// `pkey_index`.
+        pkey_index, set_pkey_index: u16;
+    }
+
+    /// The GRH of the primary path: destination GID, source GID index, flow
+    /// label, traffic class and hop limit; and the destination MAC.
+    pub fn av(&self) -> Av {
+        Av::from_ah_attr(&self.0.ah_attr)
+    }
+
+    /// `cap`.
+    pub fn cap(&self) -> QpCap {
+        QpCap::from_raw(&self.0.cap)
+    }
+
+    /// Sets `cap`.
+    pub fn set_cap(&mut self, cap: &QpCap) {
+        cap.write_raw(&mut self.0.cap);
+    }
+
+    /// Port of the primary address vector.
+    pub fn ah_port_num(&self) -> u32 {
+        self.0.ah_attr.port_num
+    }
+
+    /// Copies the fields of `new` selected by `mask` (`IB_QP_*`), except the
+    /// state, which the caller sets after its checks.
+    pub fn merge(&mut self, new: &QpAttr, m: u32) {
+        let (d, s) = (&mut self.0, &new.0);
+        macro_rules! take {
+            ($bit:expr, $($f:ident),+) => {
+                if m & $bit != 0 { $(d.$f = s.$f;)+ }
+            };
+        }
+        take!(mask::CUR_STATE, cur_qp_state);
+        take!(mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+        take!(mask::ACCESS_FLAGS, qp_access_flags);
+        take!(mask::PKEY_INDEX, pkey_index);
+        take!(mask::PORT, port_num);
+        take!(mask::QKEY, qkey);
+        if m & mask::AV != 0 {
+            // SAFETY: Plain data copy; the `sgid_attr` reference is dropped below.
+            d.ah_attr = unsafe { core::ptr::read(&s.ah_attr) };
+            d.ah_attr.grh.sgid_attr = core::ptr::null();
+        }
+        if m & mask::ALT_PATH != 0 {
+            // SAFETY: As above.
+            d.alt_ah_attr = unsafe { core::ptr::read(&s.alt_ah_attr) };
+            d.alt_ah_attr.grh.sgid_attr = core::ptr::null();
+            d.alt_port_num = s.alt_port_num;
+            d.alt_pkey_index = s.alt_pkey_index;
+            d.alt_timeout = s.alt_timeout;
+        }
+        take!(mask::PATH_MTU, path_mtu);
+        take!(mask::TIMEOUT, timeout);
+        take!(mask::RETRY_CNT, retry_cnt);
+        take!(mask::RNR_RETRY, rnr_retry);
+        take!(mask::RQ_PSN, rq_psn);
+        take!(mask::MAX_QP_RD_ATOMIC, max_rd_atomic);
+        take!(mask::MIN_RNR_TIMER, min_rnr_timer);
+        take!(mask::SQ_PSN, sq_psn);
+        take!(mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+        take!(mask::PATH_MIG_STATE, path_mig_state);
+        take!(mask::DEST_QPN, dest_qp_num);
+    }
+}
+
+impl Default for QpAttr {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether the IBTA transition table allows going from `cur` to `next` for
+/// a QP of type `ty` with attribute mask `mask` (`ib_modify_qp_is_ok`).
+pub fn modify_is_ok(cur: u32, next: u32, ty: u32, mask: u32) -> bool {
+    // SAFETY: Pure function over its arguments.
+    unsafe { bindings::ib_modify_qp_is_ok(cur, next, ty, mask) }
+}
+trait CloneRaw {
+    fn clone_raw(&self) -> Self;
+}
+
+impl CloneRaw for bindings::ib_qp_attr {
+    fn clone_raw(&self) -> Self {
+        // SAFETY: Plain data.
+        unsafe { core::ptr::read(self) }
+    }
+}
