@@ -12,9 +12,12 @@
 
 use crate::{
     bindings,
-    rdma::device::{
-        Device,
-        Driver, //
+    rdma::{
+        device::{
+            Device,
+            Driver, //
+        },
+        qp::QpState,
     },
 };
 
@@ -52,9 +55,9 @@ pub struct PktFields {
 
 /// Event `rrxe_qp_state`: QP `qpn` of `dev` moved from `old` to `new`
 /// (`enum ib_qp_state`).
-pub fn qp_state<T: Driver>(dev: &Device<T>, qpn: u32, old: u32, new: u32) {
+pub fn qp_state<T: Driver>(dev: &Device<T>, qpn: u32, old: QpState, new: QpState) {
     // SAFETY: `dev` is a valid device; the helper only reads its name.
-    unsafe { bindings::trace_qp_state(dev.as_raw(), qpn, old, new) }
+    unsafe { bindings::trace_qp_state(dev.as_raw(), qpn, old.raw(), new.raw()) }
 }
 
 /// The C helper of an event of class `rrxe_pkt`.

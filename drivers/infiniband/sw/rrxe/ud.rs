@@ -51,8 +51,8 @@ use crate::{
     rdma::{
         ah::NetworkType,
         qp::{
-            qp_state,
             Qp, //
+            QpState,
         },
         wc::{
             WcStatus,
@@ -124,13 +124,13 @@ fn complete_send(
 
 /// Sends every posted WQE: one packet each, completed once queued.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    if st.attr.qp_state() == qp_state::SQD && st.attr.sq_draining() != 0 {
+    if st.attr.qp_state() == QpState::Sqd && st.attr.sq_draining() != 0 {
         // A UD WQE completes once its packet is queued: nothing is in
         // progress in SQD, so the send queue is drained at once.
         st.attr.set_sq_draining(0);
         super::qp::RrxeQp::sq_drained(qp);
     }
-    if st.attr.qp_state() != qp_state::RTS {
+    if st.attr.qp_state() != QpState::Rts {
         return;
     }
     let max = mtu(qp);
@@ -381,7 +381,7 @@ pub(crate) fn on_request(
 ) {
     if !matches!(
         st.attr.qp_state(),
-        qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
     ) {
         return;
     }

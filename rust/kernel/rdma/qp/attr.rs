@@ -23,23 +23,48 @@ pub mod qp_type {
     pub const UD: u32 = bindings::ib_qp_type_IB_QPT_UD;
 }
 
-/// QP states (`enum ib_qp_state`) as raw values.
-pub mod qp_state {
-    use crate::bindings;
+/// A QP state (`enum ib_qp_state`, IBTA Vol 1 §10.3.1). The order is the
+/// enum's: a QP that is at least [`QpState::Rtr`] has a remote peer, and
+/// [`QpState::Err`] comes last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u32)]
+pub enum QpState {
     /// `IB_QPS_RESET`.
-    pub const RESET: u32 = bindings::ib_qp_state_IB_QPS_RESET;
+    Reset = bindings::ib_qp_state_IB_QPS_RESET,
     /// `IB_QPS_INIT`.
-    pub const INIT: u32 = bindings::ib_qp_state_IB_QPS_INIT;
+    Init = bindings::ib_qp_state_IB_QPS_INIT,
     /// `IB_QPS_RTR`.
-    pub const RTR: u32 = bindings::ib_qp_state_IB_QPS_RTR;
+    Rtr = bindings::ib_qp_state_IB_QPS_RTR,
     /// `IB_QPS_RTS`.
-    pub const RTS: u32 = bindings::ib_qp_state_IB_QPS_RTS;
+    Rts = bindings::ib_qp_state_IB_QPS_RTS,
     /// `IB_QPS_SQD`.
-    pub const SQD: u32 = bindings::ib_qp_state_IB_QPS_SQD;
+    Sqd = bindings::ib_qp_state_IB_QPS_SQD,
     /// `IB_QPS_SQE`.
-    pub const SQE: u32 = bindings::ib_qp_state_IB_QPS_SQE;
+    Sqe = bindings::ib_qp_state_IB_QPS_SQE,
     /// `IB_QPS_ERR`.
-    pub const ERR: u32 = bindings::ib_qp_state_IB_QPS_ERR;
+    Err = bindings::ib_qp_state_IB_QPS_ERR,
+}
+
+impl QpState {
+    const ALL: [QpState; 7] = [
+        QpState::Reset,
+        QpState::Init,
+        QpState::Rtr,
+        QpState::Rts,
+        QpState::Sqd,
+        QpState::Sqe,
+        QpState::Err,
+    ];
+
+    /// The state of the C value `v`, or `None` outside `enum ib_qp_state`.
+    pub fn from_raw(v: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.raw() == v)
+    }
+
+    /// The C value.
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
 }
 
 /// Attribute mask bits (`enum ib_qp_attr_mask`).
@@ -190,16 +215,42 @@ impl QpAttr {
         c
     }
 
+    /// `qp_state` of attributes the driver keeps, which only
+    /// [`QpAttr::set_qp_state`] writes.
+    pub fn qp_state(&self) -> QpState {
+        // The fallback is never taken: the stored value came from a
+        // `QpState` (or is RESET, all zero).
+        QpState::from_raw(self.0.qp_state).unwrap_or(QpState::Err)
+    }
+
+    /// Sets `qp_state`.
+    pub fn set_qp_state(&mut self, s: QpState) {
+        self.0.qp_state = s.raw();
+    }
+
+    /// Sets `cur_qp_state`.
+    pub fn set_cur_qp_state(&mut self, s: QpState) {
+        self.0.cur_qp_state = s.raw();
+    }
+
+    /// `qp_state` as a caller of `modify_qp` asked for it, or `None` if it
+    /// names no state.
+    pub fn requested_state(&self) -> Option<QpState> {
+        QpState::from_raw(self.0.qp_state)
+    }
+
+    /// `cur_qp_state` as a caller of `modify_qp` gave it, or `None` if it
+    /// names no state.
+    pub fn requested_cur_state(&self) -> Option<QpState> {
+        QpState::from_raw(self.0.cur_qp_state)
+    }
+
     /// A copy of the C struct, for the RDMA core's `query_qp` answer.
     pub(super) fn to_raw(&self) -> bindings::ib_qp_attr {
         self.0.clone_raw()
     }
 
     qp_attr_accessors! {
-        /// `qp_state`.
-        qp_state, set_qp_state: u32;
-        /// `cur_qp_state`.
-        cur_qp_state, set_cur_qp_state: u32;
         /// `path_mtu` (`enum ib_mtu`).
         path_mtu, set_path_mtu: u32;
         /// `qp_access_flags`.
@@ -308,9 +359,9 @@ impl Default for QpAttr {
 
 /// Whether the IBTA transition table allows going from `cur` to `next` for
 /// a QP of type `ty` with attribute mask `mask` (`ib_modify_qp_is_ok`).
-pub fn modify_is_ok(cur: u32, next: u32, ty: u32, mask: u32) -> bool {
+pub fn modify_is_ok(cur: QpState, next: QpState, ty: u32, mask: u32) -> bool {
     // SAFETY: Pure function over its arguments.
-    unsafe { bindings::ib_modify_qp_is_ok(cur, next, ty, mask) }
+    unsafe { bindings::ib_modify_qp_is_ok(cur.raw(), next.raw(), ty, mask) }
 }
 trait CloneRaw {
     fn clone_raw(&self) -> Self;

@@ -51,11 +51,11 @@ mod wr;
 pub use attr::{
     mask,
     modify_is_ok,
-    qp_state,
     qp_type,
     QpAttr,
     QpCap,
-    QpInitAttr, //
+    QpInitAttr,
+    QpState, //
 };
 pub(crate) use wr::post_recv_list;
 pub use wr::{

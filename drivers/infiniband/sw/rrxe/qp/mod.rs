@@ -35,7 +35,6 @@ use crate::{
         eopnotsupp,
         lock::SpinLockIrq,
         qp::{
-            qp_state,
             qp_type,
             NewQp,
             Qp,
@@ -43,6 +42,7 @@ use crate::{
             QpCap,
             QpEvent,
             QpInitAttr,
+            QpState,
             QpTimer,
             RecvWr,
             ResDetails,
@@ -347,8 +347,8 @@ impl RrxeQp {
         let (sq, rq, cap) = make_queues(attr, udata)?;
         attr.cap = cap;
         let mut qattr = QpAttr::new();
-        qattr.set_qp_state(qp_state::RESET);
-        qattr.set_cur_qp_state(qp_state::RESET);
+        qattr.set_qp_state(QpState::Reset);
+        qattr.set_cur_qp_state(QpState::Reset);
         qattr.set_cap(&cap);
         qattr.set_port_num(1);
         let sq_meta = zeroed_vec::<WqeMeta>(sq.geo.slots() as usize)?;
@@ -539,7 +539,7 @@ impl RrxeQp {
         let (path, rqpn) = {
             let st = qp.state.lock();
             let s = st.attr.qp_state();
-            if st.tx.is_some() || s < qp_state::RTR || s == qp_state::ERR {
+            if st.tx.is_some() || s < QpState::Rtr || s == QpState::Err {
                 return;
             }
             (st.path, st.attr.dest_qp_num())
@@ -592,7 +592,7 @@ impl RrxeQp {
     pub(crate) fn kick(qp: &Qp<Rrxe>) {
         {
             let mut st = qp.state.lock();
-            if st.attr.qp_state() == qp_state::ERR {
+            if st.attr.qp_state() == QpState::Err {
                 Self::flush(qp, &mut st);
             }
         }
@@ -774,7 +774,7 @@ impl RrxeQp {
         let state = st.attr.qp_state();
         // Posting (or ringing the doorbell) before RTS is refused, as the C
         // driver does.
-        if state < qp_state::RTS {
+        if state < QpState::Rts {
             return Err(EINVAL);
         }
         if let Some(wr) = wr {
@@ -782,7 +782,7 @@ impl RrxeQp {
             st.sq.post(|slot| write_send_wqe(wr, &w, kind, slot))?;
         }
         // In ERR the new WQEs are flushed now.
-        if state == qp_state::ERR {
+        if state == QpState::Err {
             Self::flush(qp, &mut st);
             drop(st);
             Self::defer_events(qp);
@@ -800,7 +800,7 @@ impl RrxeQp {
     pub(crate) fn post_recv(qp: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
         let mut st = qp.state.lock();
         let state = st.attr.qp_state();
-        if state == qp_state::RESET {
+        if state == QpState::Reset {
             return Err(EINVAL);
         }
         if wr.num_sge() > st.attr.cap().max_recv_sge {
@@ -810,7 +810,7 @@ impl RrxeQp {
             Some(rq) => rq.post(|slot| write_recv_wqe(wr, slot))?,
             None => return Err(EINVAL),
         }
-        if state == qp_state::ERR {
+        if state == QpState::Err {
             Self::flush(qp, &mut st);
             drop(st);
             Self::defer_events(qp);

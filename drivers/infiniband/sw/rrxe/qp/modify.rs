@@ -13,10 +13,10 @@ use crate::{
         qp::{
             mask,
             modify_is_ok,
-            qp_state,
             qp_type,
             Qp,
             QpAttr,
+            QpState,
             QpTimer, //
         },
         trace, //
@@ -49,8 +49,11 @@ impl RrxeQp {
     pub(crate) fn modify(qp: &Qp<Rrxe>, new: &QpAttr, m: u32) -> Result {
         check_attrs(qp, new, m)?;
         let mut st = qp.state.lock();
+        // The RDMA core refuses a state outside `enum ib_qp_state` before
+        // calling; a kernel caller's is refused here, as by
+        // `ib_modify_qp_is_ok`.
         let cur = if m & mask::CUR_STATE != 0 {
-            new.cur_qp_state()
+            new.requested_cur_state().ok_or(EINVAL)?
         } else {
             st.attr.qp_state()
         };
@@ -58,7 +61,7 @@ impl RrxeQp {
         // with or without a new state: attributes a state does not take
         // (an SQ PSN in RTS, say) are refused, not applied mid-flight.
         let next = if m & mask::STATE != 0 {
-            new.qp_state()
+            new.requested_state().ok_or(EINVAL)?
         } else {
             cur
         };
@@ -66,15 +69,15 @@ impl RrxeQp {
             return Err(EINVAL);
         }
         if m & mask::STATE != 0
-            && cur == qp_state::SQD
+            && cur == QpState::Sqd
             && st.attr.sq_draining() != 0
-            && next != qp_state::ERR
+            && next != QpState::Err
         {
             return Err(EINVAL);
         }
         apply_attrs(qp, &mut st, new, m);
-        let run = m & mask::STATE != 0 && Self::enter_state(qp, &mut st, new.qp_state());
-        let connected = st.attr.qp_state() >= qp_state::RTR;
+        let run = m & mask::STATE != 0 && Self::enter_state(qp, &mut st, next);
+        let connected = st.attr.qp_state() >= QpState::Rtr;
         drop(st);
         if connected {
             Self::prepare_tx(qp);
@@ -89,12 +92,12 @@ impl RrxeQp {
     }
 
     /// Moves the QP to state `next`; `true` if the send queue is to run.
-    fn enter_state(qp: &Qp<Rrxe>, st: &mut State, next: u32) -> bool {
+    fn enter_state(qp: &Qp<Rrxe>, st: &mut State, next: QpState) -> bool {
         trace::qp_state(qp.device(), qp.qp_num(), st.attr.qp_state(), next);
         st.attr.set_qp_state(next);
         st.attr.set_cur_qp_state(next);
         match next {
-            qp_state::RESET => {
+            QpState::Reset => {
                 // Nothing of the QP's old life may reach its next one: a
                 // pending retransmit timer or packets built before.
                 qp.cancel_timer(QpTimer::Retransmit);
@@ -117,7 +120,7 @@ impl RrxeQp {
                 qp.tx_ready.store(false, Relaxed);
                 false
             }
-            qp_state::ERR => {
+            QpState::Err => {
                 st.attr.set_sq_draining(0);
                 qp.cancel_timer(QpTimer::Retransmit);
                 qp.cancel_timer(QpTimer::Rnr);
@@ -125,8 +128,8 @@ impl RrxeQp {
                 Self::last_wqe_reached(qp);
                 false
             }
-            qp_state::RTS => true,
-            qp_state::SQD => {
+            QpState::Rts => true,
+            QpState::Sqd => {
                 // IBTA Vol 1 §10.3.1: no new message starts; the ones in
                 // progress finish, then SQ Drained is reported (the C
                 // driver reports it whether or not the consumer asked with
@@ -135,7 +138,7 @@ impl RrxeQp {
                 st.attr.set_sq_draining(1);
                 true
             }
-            _ => false,
+            QpState::Init | QpState::Rtr | QpState::Sqe => false,
         }
     }
 }

@@ -24,8 +24,8 @@ use crate::{
     },
     rdma::{
         qp::{
-            qp_state,
             Qp,
+            QpState,
             QpTimer, //
         },
         trace::{
@@ -172,7 +172,7 @@ fn then(qp: &Qp<Rrxe>, st: &mut State, then: Then, sq_sig_all: bool) {
 /// Completer: an acknowledge (ACK, RNR NAK or NAK) arrived.
 pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
     let state = st.attr.qp_state();
-    if !matches!(state, qp_state::RTS | qp_state::SQD | qp_state::SQE) {
+    if !matches!(state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
         return;
     }
     // `ack_deferred` is the C driver's count of responses handed to its
@@ -329,7 +329,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bo
 /// A timer of the QP fired.
 pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bool) {
     // In SQD the messages in progress still retransmit.
-    if !matches!(st.attr.qp_state(), qp_state::RTS | qp_state::SQD) {
+    if !matches!(st.attr.qp_state(), QpState::Rts | QpState::Sqd) {
         return;
     }
     let timer = match t {

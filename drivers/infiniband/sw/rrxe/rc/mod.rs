@@ -58,8 +58,8 @@ use crate::{
     },
     rdma::{
         qp::{
-            qp_state,
             Qp,
+            QpState,
             QpTimer, //
         },
         trace,
@@ -387,9 +387,9 @@ fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
 /// Moves the QP to ERR after an error completion: every other WQE is
 /// flushed and the timers stop.
 pub(crate) fn to_error(qp: &Qp<Rrxe>, st: &mut State) {
-    trace::qp_state(qp.device(), qp.qp_num(), st.attr.qp_state(), qp_state::ERR);
-    st.attr.set_qp_state(qp_state::ERR);
-    st.attr.set_cur_qp_state(qp_state::ERR);
+    trace::qp_state(qp.device(), qp.qp_num(), st.attr.qp_state(), QpState::Err);
+    st.attr.set_qp_state(QpState::Err);
+    st.attr.set_cur_qp_state(QpState::Err);
     st.attr.set_sq_draining(0);
     qp.cancel_timer(QpTimer::Retransmit);
     qp.cancel_timer(QpTimer::Rnr);

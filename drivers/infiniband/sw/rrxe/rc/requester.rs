@@ -44,9 +44,9 @@ use crate::{
     },
     rdma::{
         qp::{
-            qp_state,
             qp_type,
             Qp, //
+            QpState,
         },
         wc::WcStatus, //
     },
@@ -281,7 +281,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
 /// `sq_draining` clears and SQ Drained is reported (IBTA Vol 1 §10.3.1;
 /// as the C driver's requester and completer check after each step).
 fn check_sq_drained(qp: &Qp<Rrxe>, st: &mut State) {
-    if st.attr.qp_state() != qp_state::SQD || st.attr.sq_draining() == 0 {
+    if st.attr.qp_state() != QpState::Sqd || st.attr.sq_draining() == 0 {
         return;
     }
     let idle = st.req.offset == 0
@@ -311,8 +311,8 @@ struct Current {
 /// finishes (or sends again) the messages already started.
 fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     let draining = match st.attr.qp_state() {
-        qp_state::RTS => false,
-        qp_state::SQD => true,
+        QpState::Rts => false,
+        QpState::Sqd => true,
         _ => return,
     };
     if st.req.win.rnr_wait {

@@ -41,9 +41,9 @@ use crate::{
     },
     rdma::{
         qp::{
-            qp_state,
             qp_type,
             Qp, //
+            QpState,
         },
         trace,
         wc::{
@@ -517,7 +517,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Handled {
     let state = st.attr.qp_state();
     if !matches!(
         state,
-        qp_state::RTR | qp_state::RTS | qp_state::SQD | qp_state::SQE
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
     ) {
         return Handled::Done;
     }
