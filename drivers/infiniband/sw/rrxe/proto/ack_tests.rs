@@ -267,20 +267,31 @@ fn ack_before_a_read_is_plain() {
     assert_eq!(q.win.comp_psn, psn(11));
 }
 
+/// An RNR NAK of PSN 11 with `timer` for a QP whose WQE at 10 ends there:
+/// the effects after the ones every RNR NAK has (count, trace, the WQE
+/// before retired), and the machine stops either way.
+fn rnr_nak_at_11(q: &mut Qp, timer: u8) -> Vec<Fx> {
+    assert_eq!(
+        acknowledge(q, psn(11), Syndrome::RnrNak { timer }),
+        Then::Stop
+    );
+    let log = take(q);
+    assert_eq!(
+        log[..3],
+        [Fx::Count(Event::RnrNak), Fx::Nak(11), Fx::Completed(10)]
+    );
+    log[3..].to_vec()
+}
+
 #[test]
 fn rnr_nak_waits_its_timer_and_resends_from_its_psn() {
     // §9.7.5.2.8: what precedes the RNR NAK's PSN is acknowledged; the
     // requester stops, waits the timer the NAK names, and sends again from
     // the PSN, using one of its `rnr_retry`.
     let mut q = qp(&[(10, 10, false), (11, 13, false)]);
-    let then = acknowledge(&mut q, psn(11), Syndrome::RnrNak { timer: 14 });
-    assert_eq!(then, Then::Stop);
     assert_eq!(
-        take(&mut q),
+        rnr_nak_at_11(&mut q, 14),
         [
-            Fx::Count(Event::RnrNak),
-            Fx::Nak(11),
-            Fx::Completed(10),
             Fx::SetPosition(11),
             Fx::Cancel(Timer::Retransmit),
             // Timer code 14: 1.28 ms (Table 45).
@@ -332,14 +343,9 @@ fn rnr_retry_runs_out() {
     // Exceeded (and the QP goes to ERR).
     let mut q = qp(&[(10, 10, false), (11, 13, false)]);
     q.win.rnr_left = 0;
-    let then = acknowledge(&mut q, psn(11), Syndrome::RnrNak { timer: 1 });
-    assert_eq!(then, Then::Stop);
     assert_eq!(
-        take(&mut q),
+        rnr_nak_at_11(&mut q, 1),
         [
-            Fx::Count(Event::RnrNak),
-            Fx::Nak(11),
-            Fx::Completed(10),
             Fx::Count(Event::RnrRetryExceeded),
             Fx::Failed(11, Failure::RnrRetryExceeded)
         ]
