@@ -59,7 +59,7 @@ use crate::{
             Device,
             RegisteredDevice, //
         },
-        qp::qp_type,
+        qp::QpType,
         trace::{
             self,
             PktFields, //
@@ -166,7 +166,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     }
     if pkt.bth().dest_qpn == MULTICAST_QPN {
         // Only UD QPs join groups.
-        check_transport(qp_type::UD, pkt.info().transport)?;
+        check_transport(QpType::Ud.raw(), pkt.info().transport)?;
         // One copy for every attached UD QP.
         let mut dgid = [0u8; 16];
         match skb.protocol() {
@@ -180,7 +180,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
         let mut delivered = false;
         mcast::for_each_member(&dev.mcast, &dgid, |qpn| {
             if let Some(qp) = dev.lookup_qp(qpn) {
-                if qp.qp_type() == qp_type::UD {
+                if qp.qp_type() == QpType::Ud {
                     // UD packets are never held.
                     drop(RrxeQp::rcv(&qp, &pkt, ip, skb.protocol(), vlan_id));
                     delivered = true;
@@ -199,7 +199,7 @@ fn rcv(dev: &Device<Rrxe>, ndev: &net::Device, mut skb: SkBuff) -> Result<(), Co
     let Some(qp) = dev.lookup_qp(pkt.bth().dest_qpn) else {
         return Err(Counter::RcvdDropBadQpn);
     };
-    check_transport(qp.qp_type(), pkt.info().transport)?;
+    check_transport(qp.qp_type().raw(), pkt.info().transport)?;
 
     let counts = qp_counts(&qp);
     counts.inc(Counter::RcvdPkts);
@@ -228,11 +228,11 @@ pub(crate) fn trace_fields(qpn: u32, pkt: &Packet<'_>) -> PktFields {
 
 // The protocol core's copy of `enum ib_qp_type`, which `qp_accepts` reads.
 const _: () = assert!(
-    opcode::qp_type::SMI == qp_type::SMI
-        && opcode::qp_type::GSI == qp_type::GSI
-        && opcode::qp_type::RC == qp_type::RC
-        && opcode::qp_type::UC == qp_type::UC
-        && opcode::qp_type::UD == qp_type::UD
+    opcode::qp_type::SMI == QpType::Smi.raw()
+        && opcode::qp_type::GSI == QpType::Gsi.raw()
+        && opcode::qp_type::RC == QpType::Rc.raw()
+        && opcode::qp_type::UC == QpType::Uc.raw()
+        && opcode::qp_type::UD == QpType::Ud.raw()
 );
 
 /// Checks that a packet's opcode belongs to the service of its

@@ -322,7 +322,8 @@ pub trait Driver: Sized + 'static {
     /// driver updates `attr.cap` to what it allocated. Nothing fails after
     /// this returns `Ok` except the returned initialiser, and then
     /// [`Driver::destroy_qp`] is not called: a driver whose initialiser can
-    /// fail must not have taken resources (a QPN, CQ counts) by then.
+    /// fail must not have taken resources (a QPN, CQ counts) by then. A
+    /// driver refuses an `attr.qp_type` of `None`.
     fn create_qp(
         qp: &NewQp<Self>,
         attr: &mut QpInitAttr,

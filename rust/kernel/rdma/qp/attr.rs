@@ -8,19 +8,42 @@ use crate::{
     rdma::ah::Av, //
 };
 
-/// QP types (`enum ib_qp_type`) as raw values.
-pub mod qp_type {
-    use crate::bindings;
-    /// `IB_QPT_SMI`.
-    pub const SMI: u32 = bindings::ib_qp_type_IB_QPT_SMI;
-    /// `IB_QPT_GSI`.
-    pub const GSI: u32 = bindings::ib_qp_type_IB_QPT_GSI;
+/// The QP types (`enum ib_qp_type`) a driver of this layer creates; it
+/// refuses the RDMA core's others (XRC, raw packet, driver-defined), which
+/// reach its `create_qp` as `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum QpType {
+    /// `IB_QPT_SMI`, QP 0.
+    Smi = bindings::ib_qp_type_IB_QPT_SMI,
+    /// `IB_QPT_GSI`, QP 1.
+    Gsi = bindings::ib_qp_type_IB_QPT_GSI,
     /// `IB_QPT_RC`.
-    pub const RC: u32 = bindings::ib_qp_type_IB_QPT_RC;
+    Rc = bindings::ib_qp_type_IB_QPT_RC,
     /// `IB_QPT_UC`.
-    pub const UC: u32 = bindings::ib_qp_type_IB_QPT_UC;
+    Uc = bindings::ib_qp_type_IB_QPT_UC,
     /// `IB_QPT_UD`.
-    pub const UD: u32 = bindings::ib_qp_type_IB_QPT_UD;
+    Ud = bindings::ib_qp_type_IB_QPT_UD,
+}
+
+impl QpType {
+    const ALL: [QpType; 5] = [QpType::Smi, QpType::Gsi, QpType::Rc, QpType::Uc, QpType::Ud];
+
+    /// The type of the C value `v`, or `None` for a type not named here.
+    pub fn from_raw(v: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.raw() == v)
+    }
+
+    /// The C value.
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
+
+    /// A datagram type (UD, GSI, SMI): its work requests carry an address
+    /// handle.
+    pub fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Gsi | QpType::Smi)
+    }
 }
 
 /// A QP state (`enum ib_qp_state`, IBTA Vol 1 §10.3.1). The order is the
@@ -154,8 +177,9 @@ impl QpCap {
 /// Creation attributes of a QP (`struct ib_qp_init_attr`).
 #[derive(Clone, Copy, Debug)]
 pub struct QpInitAttr {
-    /// `enum ib_qp_type`, see [`qp_type`].
-    pub qp_type: u32,
+    /// The QP type; `None` for one [`QpType`] does not name, which the
+    /// driver refuses.
+    pub qp_type: Option<QpType>,
     /// Requested capabilities; the driver writes back what it allocated.
     pub cap: QpCap,
     /// Every send WR completes (`IB_SIGNAL_ALL_WR`).
@@ -359,9 +383,9 @@ impl Default for QpAttr {
 
 /// Whether the IBTA transition table allows going from `cur` to `next` for
 /// a QP of type `ty` with attribute mask `mask` (`ib_modify_qp_is_ok`).
-pub fn modify_is_ok(cur: QpState, next: QpState, ty: u32, mask: u32) -> bool {
+pub fn modify_is_ok(cur: QpState, next: QpState, ty: QpType, mask: u32) -> bool {
     // SAFETY: Pure function over its arguments.
-    unsafe { bindings::ib_modify_qp_is_ok(cur.raw(), next.raw(), ty, mask) }
+    unsafe { bindings::ib_modify_qp_is_ok(cur.raw(), next.raw(), ty.raw(), mask) }
 }
 trait CloneRaw {
     fn clone_raw(&self) -> Self;

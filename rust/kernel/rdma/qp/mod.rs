@@ -51,11 +51,11 @@ mod wr;
 pub use attr::{
     mask,
     modify_is_ok,
-    qp_type,
     QpAttr,
     QpCap,
     QpInitAttr,
-    QpState, //
+    QpState,
+    QpType, //
 };
 pub(crate) use wr::post_recv_list;
 pub use wr::{
@@ -175,10 +175,13 @@ impl<T: Driver> Qp<T> {
         unsafe { (*self.ib.get()).qp_num }
     }
 
-    /// The QP type (see [`qp_type`]).
-    pub fn qp_type(&self) -> u32 {
+    /// The QP type.
+    pub fn qp_type(&self) -> QpType {
         // SAFETY: Constant after creation.
-        unsafe { (*self.ib.get()).qp_type }
+        let raw = unsafe { (*self.ib.get()).qp_type };
+        // The fallback is never taken: a driver refuses to create a QP
+        // whose type `QpType` does not name (`QpInitAttr::qp_type`).
+        QpType::from_raw(raw).unwrap_or(QpType::Ud)
     }
 
     /// Whether the QP belongs to user space.
@@ -556,7 +559,7 @@ impl<T: Driver> Qp<T> {
             // SAFETY: `init` is valid for the call.
             let ia = unsafe { &mut *init };
             let mut attr = QpInitAttr {
-                qp_type: ia.qp_type,
+                qp_type: QpType::from_raw(ia.qp_type),
                 cap: QpCap::from_raw(&ia.cap),
                 sq_sig_all: ia.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
                 create_flags: ia.create_flags,

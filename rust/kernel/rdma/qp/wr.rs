@@ -3,7 +3,7 @@
 //! Work requests of kernel consumers (`struct ib_send_wr`, `struct ib_recv_wr`
 //! and the structures that contain them).
 
-use super::qp_type;
+use super::QpType;
 use crate::{
     bindings,
     rdma::{
@@ -103,7 +103,7 @@ pub struct RegArgs<'a, T: Driver> {
 /// everything it needs of it before queueing and nothing after.
 pub struct SendWr<'a, T: Driver> {
     pub(super) wr: &'a bindings::ib_send_wr,
-    pub(super) qp_type: u32,
+    pub(super) qp_type: QpType,
     /// The QP's device.
     pub(super) dev: &'a Device<T>,
 }
@@ -209,7 +209,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
     }
 
     fn is_ud(&self) -> bool {
-        matches!(self.qp_type, qp_type::UD | qp_type::GSI | qp_type::SMI)
+        self.qp_type.is_datagram()
     }
 
     /// The remote address and key of an RDMA READ or WRITE opcode

@@ -35,7 +35,6 @@ use crate::{
         eopnotsupp,
         lock::SpinLockIrq,
         qp::{
-            qp_type,
             NewQp,
             Qp,
             QpAttr,
@@ -44,6 +43,7 @@ use crate::{
             QpInitAttr,
             QpState,
             QpTimer,
+            QpType,
             RecvWr,
             ResDetails,
             SendWr, //
@@ -245,8 +245,8 @@ fn check_create(attr: &QpInitAttr, udata: Option<&Udata>) -> Result {
         return Err(eopnotsupp());
     }
     match attr.qp_type {
-        qp_type::GSI | qp_type::RC | qp_type::UC | qp_type::UD => {}
-        _ => return Err(eopnotsupp()),
+        Some(QpType::Gsi | QpType::Rc | QpType::Uc | QpType::Ud) => {}
+        Some(QpType::Smi) | None => return Err(eopnotsupp()),
     }
     if !attr.has_cqs || !qp_check::check_caps(&caps_of(&attr.cap), &limits(), attr.has_srq) {
         return Err(EINVAL);
@@ -265,7 +265,7 @@ struct QpnClaim<'a> {
 
 impl<'a> QpnClaim<'a> {
     fn new(dev: &'a crate::rdma::device::Device<Rrxe>, attr: &QpInitAttr) -> Result<Self> {
-        let index = if attr.qp_type == qp_type::GSI {
+        let index = if attr.qp_type == Some(QpType::Gsi) {
             if attr.port_num != 1 || dev.gsi_created.xchg(true, Relaxed) {
                 return Err(EINVAL);
             }
@@ -531,7 +531,7 @@ impl RrxeQp {
     /// no-op when it is resolved already or interrupts are disabled here.
     pub(crate) fn prepare_tx(qp: &Qp<Rrxe>) {
         if qp.tx_ready.load(Relaxed)
-            || !matches!(qp.qp_type(), qp_type::RC | qp_type::UC)
+            || !matches!(qp.qp_type(), QpType::Rc | QpType::Uc)
             || !xmit_allowed()
         {
             return;
@@ -596,7 +596,7 @@ impl RrxeQp {
                 Self::flush(qp, &mut st);
             }
         }
-        if matches!(qp.qp_type(), qp_type::RC | qp_type::UC) {
+        if matches!(qp.qp_type(), QpType::Rc | QpType::Uc) {
             Self::prepare_tx(qp);
             {
                 let mut st = qp.state.lock();
@@ -604,7 +604,7 @@ impl RrxeQp {
                 Self::run_send(qp, &mut st);
             }
         }
-        if matches!(qp.qp_type(), qp_type::UD | qp_type::GSI) {
+        if matches!(qp.qp_type(), QpType::Ud | QpType::Gsi) {
             let ah_num = {
                 let mut st = qp.state.lock();
                 let c = st.sq.consumer();
@@ -635,9 +635,9 @@ impl RrxeQp {
     /// Runs the requester of the QP's service.
     fn run_send(qp: &Qp<Rrxe>, st: &mut State) {
         match qp.qp_type() {
-            qp_type::RC | qp_type::UC => rc::run_requester(qp, st, qp.sq_sig_all),
-            qp_type::UD | qp_type::GSI => ud::run_requester(qp, st, qp.sq_sig_all),
-            _ => {}
+            QpType::Rc | QpType::Uc => rc::run_requester(qp, st, qp.sq_sig_all),
+            QpType::Ud | QpType::Gsi => ud::run_requester(qp, st, qp.sq_sig_all),
+            QpType::Smi => {}
         }
     }
 
@@ -674,7 +674,7 @@ impl RrxeQp {
         // Acknowledges and READ responses go out through the cached route
         // too: for a QP that only responds, a route found stale here
         // (`dst_check`) is looked up again before the answer is built.
-        if matches!(ty, qp_type::RC | qp_type::UC)
+        if matches!(ty, QpType::Rc | QpType::Uc)
             && st.tx.as_ref().is_some_and(|t| !t.route_is_current())
         {
             drop(st);
@@ -683,7 +683,7 @@ impl RrxeQp {
         }
         let mut taken = Taken::Done;
         match ty {
-            qp_type::RC | qp_type::UC => {
+            QpType::Rc | QpType::Uc => {
                 // Connected services take packets from the peer only.
                 match super::recv::src_gid(protocol, ip) {
                     Some(src) if src == st.path.dgid => {
@@ -696,8 +696,8 @@ impl RrxeQp {
                     _ => {}
                 }
             }
-            qp_type::UD | qp_type::GSI => ud::on_request(qp, &mut st, pkt, ip, protocol, vlan_id),
-            _ => {}
+            QpType::Ud | QpType::Gsi => ud::on_request(qp, &mut st, pkt, ip, protocol, vlan_id),
+            QpType::Smi => {}
         }
         Received {
             qp,

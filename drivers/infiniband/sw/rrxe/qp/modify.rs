@@ -13,11 +13,11 @@ use crate::{
         qp::{
             mask,
             modify_is_ok,
-            qp_type,
             Qp,
             QpAttr,
             QpState,
             QpTimer, //
+            QpType,
         },
         trace, //
     },
@@ -159,7 +159,7 @@ fn check_attrs(qp: &Qp<Rrxe>, new: &QpAttr, m: u32) -> Result {
         }
     }
     if m & mask::ACCESS_FLAGS != 0
-        && (!matches!(qp.qp_type(), qp_type::RC | qp_type::UC)
+        && (!matches!(qp.qp_type(), QpType::Rc | QpType::Uc)
             || new.qp_access_flags() & !access::SUPPORTED_MR != 0)
     {
         return Err(EINVAL);

@@ -21,9 +21,9 @@ use crate::{
         },
     },
     rdma::qp::{
-        qp_type,
         Qp,
         QpCap,
+        QpType,
         RecvWr,
         SendWr,
         Sge, //
@@ -38,12 +38,12 @@ const MAX_MSG_SIZE: u64 = 1 << 31;
 
 /// The QP types of the opcode table (`proto::wr`): GSI sends as UD; `None`
 /// for a type rxe does not create.
-pub(crate) fn service_of(ty: u32) -> Option<Service> {
+pub(crate) fn service_of(ty: QpType) -> Option<Service> {
     match ty {
-        qp_type::RC => Some(Service::Rc),
-        qp_type::UC => Some(Service::Uc),
-        qp_type::UD | qp_type::GSI => Some(Service::Ud),
-        _ => None,
+        QpType::Rc => Some(Service::Rc),
+        QpType::Uc => Some(Service::Uc),
+        QpType::Ud | QpType::Gsi => Some(Service::Ud),
+        QpType::Smi => None,
     }
 }
 
@@ -159,13 +159,13 @@ pub(super) fn check_send_wr(
         }
         _ => {}
     }
-    if matches!(ty, qp_type::UD | qp_type::GSI) {
+    if matches!(ty, QpType::Ud | QpType::Gsi) {
         let ud = wr.ud().ok_or(EINVAL)?;
         // The transport looks the AH up by number, as for user WQEs.
         w.ah_num = ud.ah.num();
         w.remote_qpn = ud.remote_qpn;
         w.remote_qkey = ud.remote_qkey;
-        if ty == qp_type::GSI {
+        if ty == QpType::Gsi {
             w.pkey_index = ud.pkey_index;
         }
     } else if kind.rdma {

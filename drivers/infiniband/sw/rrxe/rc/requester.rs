@@ -44,9 +44,9 @@ use crate::{
     },
     rdma::{
         qp::{
-            qp_type,
             Qp, //
             QpState,
+            QpType,
         },
         wc::WcStatus, //
     },
@@ -323,7 +323,7 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
     }
     // UC sends without acknowledges: no window, and a WQE completes once
     // its last packet is queued.
-    let uc = qp.qp_type() == qp_type::UC;
+    let uc = qp.qp_type() == QpType::Uc;
     let service = if uc { Service::Uc } else { Service::Rc };
     loop {
         if !uc && rc::in_flight(st.req.win.comp_psn, st.req.psn) >= MAX_UNACKED_PSNS {

@@ -41,9 +41,9 @@ use crate::{
     },
     rdma::{
         qp::{
-            qp_type,
             Qp, //
             QpState,
+            QpType,
         },
         trace,
         wc::{
@@ -318,7 +318,7 @@ const RESUME_BUDGET: u32 = 64;
 /// answered, then handles, in arrival order, the requests that waited for
 /// it (each of which may start another READ).
 pub(crate) fn resume_responder(qp: &Qp<Rrxe>, st: &mut State) {
-    if !matches!(qp.qp_type(), qp_type::RC | qp_type::UC) {
+    if !matches!(qp.qp_type(), QpType::Rc | QpType::Uc) {
         return;
     }
     let mut budget = RESUME_BUDGET;
@@ -381,7 +381,7 @@ pub(super) enum Handled {
 
 /// Responder: a request packet arrived.
 pub(crate) fn on_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Taken {
-    let held = (qp.qp_type() == qp_type::RC && st.resp.read.is_some())
+    let held = (qp.qp_type() == QpType::Rc && st.resp.read.is_some())
         || !qp.rxq.is_empty()
         || st.odp.responder_waits;
     if held || handle_request(qp, st, pkt) == Handled::Wait {
@@ -521,7 +521,7 @@ fn handle_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Handled {
     ) {
         return Handled::Done;
     }
-    if qp.qp_type() == qp_type::UC {
+    if qp.qp_type() == QpType::Uc {
         return on_uc_request(qp, st, pkt);
     }
     let info = pkt.info();
