@@ -51,8 +51,8 @@ use crate::{
     rdma::{
         ah::NetworkType,
         qp::{
-            Qp, //
-            QpState,
+            Qp,
+            QpState, //
         },
         wc::{
             WcStatus,

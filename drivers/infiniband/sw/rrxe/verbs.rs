@@ -55,6 +55,7 @@ use crate::rdma::{
         NewQp,
         Qp,
         QpAttr,
+        QpAttrMask,
         QpInitAttr,
         QpTimer,
         RecvWr,
@@ -86,9 +87,9 @@ use super::{
     },
     mr::RrxeMr,
     mw::RrxeMw,
-    param, //
+    param,
     qp::RrxeQp,
-    srq::RrxeSrq,
+    srq::RrxeSrq, //
 };
 
 /// The rrxe provider.
@@ -374,7 +375,7 @@ impl Driver for Rrxe {
         RrxeQp::create(qp, attr, udata)
     }
 
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, mask: u32, _udata: Option<&Udata>) -> Result {
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, mask: QpAttrMask, _udata: Option<&Udata>) -> Result {
         RrxeQp::modify(qp, attr, mask)
     }
 

@@ -47,6 +47,7 @@ use crate::rdma::{
         NewQp,
         Qp,
         QpAttr,
+        QpAttrMask,
         QpInitAttr,
         QpTimer,
         RecvWr,
@@ -331,7 +332,7 @@ pub trait Driver: Sized + 'static {
     ) -> Result<(impl PinInit<Self::QpData, Error>, u32)>;
 
     /// Modifies the attributes selected by `mask` (`IB_QP_*`).
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, mask: u32, udata: Option<&Udata>) -> Result;
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, mask: QpAttrMask, udata: Option<&Udata>) -> Result;
 
     /// Reports the attributes and whether every send WR is signaled.
     fn query_qp(qp: &Qp<Self>) -> Result<(QpAttr, bool)>;

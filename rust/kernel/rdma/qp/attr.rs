@@ -90,53 +90,76 @@ impl QpState {
     }
 }
 
-/// Attribute mask bits (`enum ib_qp_attr_mask`).
-pub mod mask {
-    use crate::bindings;
-    /// `IB_QP_STATE`.
-    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
-    /// `IB_QP_CUR_STATE`.
-    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
-    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
-    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
-    /// `IB_QP_ACCESS_FLAGS`.
-    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    /// `IB_QP_PKEY_INDEX`.
-    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
-    /// `IB_QP_PORT`.
-    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
-    /// `IB_QP_QKEY`.
-    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
-    /// `IB_QP_AV`.
-    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
-    /// `IB_QP_PATH_MTU`.
-    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
-    /// `IB_QP_TIMEOUT`.
-    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
-    /// `IB_QP_RETRY_CNT`.
-    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
-    /// `IB_QP_RNR_RETRY`.
-    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-    /// `IB_QP_RQ_PSN`.
-    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
-    /// `IB_QP_MAX_QP_RD_ATOMIC`.
-    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    /// `IB_QP_ALT_PATH`.
-    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
-    /// `IB_QP_MIN_RNR_TIMER`.
-    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    /// `IB_QP_SQ_PSN`.
-    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
-    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
-    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-    /// `IB_QP_PATH_MIG_STATE`.
-    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
-    /// `IB_QP_CAP`.
-    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
-    /// `IB_QP_DEST_QPN`.
-    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
-    /// `IB_QP_ATTR_STANDARD_BITS`: every bit below `IB_QP_RATE_LIMIT`.
-    pub const STANDARD_BITS: u32 = (bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT << 1) - 1;
+kernel::impl_flags!(
+    /// The attributes a `modify_qp` call changes (`enum ib_qp_attr_mask`
+    /// bits).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpAttrMask(u32);
+
+    /// One attribute of a `modify_qp` mask.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QpAttrBit {
+        /// `IB_QP_STATE`.
+        State = bindings::ib_qp_attr_mask_IB_QP_STATE,
+        /// `IB_QP_CUR_STATE`.
+        CurState = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE,
+        /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+        EnSqdAsyncNotify = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY,
+        /// `IB_QP_ACCESS_FLAGS`.
+        AccessFlags = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS,
+        /// `IB_QP_PKEY_INDEX`.
+        PkeyIndex = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX,
+        /// `IB_QP_PORT`.
+        Port = bindings::ib_qp_attr_mask_IB_QP_PORT,
+        /// `IB_QP_QKEY`.
+        Qkey = bindings::ib_qp_attr_mask_IB_QP_QKEY,
+        /// `IB_QP_AV`.
+        Av = bindings::ib_qp_attr_mask_IB_QP_AV,
+        /// `IB_QP_PATH_MTU`.
+        PathMtu = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU,
+        /// `IB_QP_TIMEOUT`.
+        Timeout = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT,
+        /// `IB_QP_RETRY_CNT`.
+        RetryCnt = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT,
+        /// `IB_QP_RNR_RETRY`.
+        RnrRetry = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY,
+        /// `IB_QP_RQ_PSN`.
+        RqPsn = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN,
+        /// `IB_QP_MAX_QP_RD_ATOMIC`.
+        MaxQpRdAtomic = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC,
+        /// `IB_QP_ALT_PATH`.
+        AltPath = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH,
+        /// `IB_QP_MIN_RNR_TIMER`.
+        MinRnrTimer = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER,
+        /// `IB_QP_SQ_PSN`.
+        SqPsn = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN,
+        /// `IB_QP_MAX_DEST_RD_ATOMIC`.
+        MaxDestRdAtomic = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC,
+        /// `IB_QP_PATH_MIG_STATE`.
+        PathMigState = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE,
+        /// `IB_QP_CAP`.
+        Cap = bindings::ib_qp_attr_mask_IB_QP_CAP,
+        /// `IB_QP_DEST_QPN`.
+        DestQpn = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN,
+    }
+);
+
+impl QpAttrMask {
+    /// The mask of the C value `v`, unknown bits included.
+    pub fn from_raw(v: u32) -> Self {
+        Self(v)
+    }
+
+    /// The C value.
+    pub fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// Whether no bit from `IB_QP_RATE_LIMIT` up is set
+    /// (`IB_QP_ATTR_STANDARD_BITS`).
+    pub fn is_standard(self) -> bool {
+        self.0 & !((bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT << 1) - 1) == 0
+    }
 }
 
 /// Capabilities of a QP's work queues (`struct ib_qp_cap`).
@@ -335,25 +358,25 @@ impl QpAttr {
 
     /// Copies the fields of `new` selected by `mask` (`IB_QP_*`), except the
     /// state, which the caller sets after its checks.
-    pub fn merge(&mut self, new: &QpAttr, m: u32) {
+    pub fn merge(&mut self, new: &QpAttr, m: QpAttrMask) {
         let (d, s) = (&mut self.0, &new.0);
         macro_rules! take {
             ($bit:expr, $($f:ident),+) => {
-                if m & $bit != 0 { $(d.$f = s.$f;)+ }
+                if m.contains($bit) { $(d.$f = s.$f;)+ }
             };
         }
-        take!(mask::CUR_STATE, cur_qp_state);
-        take!(mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
-        take!(mask::ACCESS_FLAGS, qp_access_flags);
-        take!(mask::PKEY_INDEX, pkey_index);
-        take!(mask::PORT, port_num);
-        take!(mask::QKEY, qkey);
-        if m & mask::AV != 0 {
+        take!(QpAttrBit::CurState, cur_qp_state);
+        take!(QpAttrBit::EnSqdAsyncNotify, en_sqd_async_notify);
+        take!(QpAttrBit::AccessFlags, qp_access_flags);
+        take!(QpAttrBit::PkeyIndex, pkey_index);
+        take!(QpAttrBit::Port, port_num);
+        take!(QpAttrBit::Qkey, qkey);
+        if m.contains(QpAttrBit::Av) {
             // SAFETY: Plain data copy; the `sgid_attr` reference is dropped below.
             d.ah_attr = unsafe { core::ptr::read(&s.ah_attr) };
             d.ah_attr.grh.sgid_attr = core::ptr::null();
         }
-        if m & mask::ALT_PATH != 0 {
+        if m.contains(QpAttrBit::AltPath) {
             // SAFETY: As above.
             d.alt_ah_attr = unsafe { core::ptr::read(&s.alt_ah_attr) };
             d.alt_ah_attr.grh.sgid_attr = core::ptr::null();
@@ -361,17 +384,17 @@ impl QpAttr {
             d.alt_pkey_index = s.alt_pkey_index;
             d.alt_timeout = s.alt_timeout;
         }
-        take!(mask::PATH_MTU, path_mtu);
-        take!(mask::TIMEOUT, timeout);
-        take!(mask::RETRY_CNT, retry_cnt);
-        take!(mask::RNR_RETRY, rnr_retry);
-        take!(mask::RQ_PSN, rq_psn);
-        take!(mask::MAX_QP_RD_ATOMIC, max_rd_atomic);
-        take!(mask::MIN_RNR_TIMER, min_rnr_timer);
-        take!(mask::SQ_PSN, sq_psn);
-        take!(mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
-        take!(mask::PATH_MIG_STATE, path_mig_state);
-        take!(mask::DEST_QPN, dest_qp_num);
+        take!(QpAttrBit::PathMtu, path_mtu);
+        take!(QpAttrBit::Timeout, timeout);
+        take!(QpAttrBit::RetryCnt, retry_cnt);
+        take!(QpAttrBit::RnrRetry, rnr_retry);
+        take!(QpAttrBit::RqPsn, rq_psn);
+        take!(QpAttrBit::MaxQpRdAtomic, max_rd_atomic);
+        take!(QpAttrBit::MinRnrTimer, min_rnr_timer);
+        take!(QpAttrBit::SqPsn, sq_psn);
+        take!(QpAttrBit::MaxDestRdAtomic, max_dest_rd_atomic);
+        take!(QpAttrBit::PathMigState, path_mig_state);
+        take!(QpAttrBit::DestQpn, dest_qp_num);
     }
 }
 
@@ -383,9 +406,9 @@ impl Default for QpAttr {
 
 /// Whether the IBTA transition table allows going from `cur` to `next` for
 /// a QP of type `ty` with attribute mask `mask` (`ib_modify_qp_is_ok`).
-pub fn modify_is_ok(cur: QpState, next: QpState, ty: QpType, mask: u32) -> bool {
+pub fn modify_is_ok(cur: QpState, next: QpState, ty: QpType, mask: QpAttrMask) -> bool {
     // SAFETY: Pure function over its arguments.
-    unsafe { bindings::ib_modify_qp_is_ok(cur.raw(), next.raw(), ty.raw(), mask) }
+    unsafe { bindings::ib_modify_qp_is_ok(cur.raw(), next.raw(), ty.raw(), mask.raw()) }
 }
 trait CloneRaw {
     fn clone_raw(&self) -> Self;

@@ -49,9 +49,10 @@ mod attr;
 mod wr;
 
 pub use attr::{
-    mask,
     modify_is_ok,
     QpAttr,
+    QpAttrBit,
+    QpAttrMask,
     QpCap,
     QpInitAttr,
     QpState,
@@ -647,7 +648,7 @@ impl<T: Driver> Qp<T> {
             let a = QpAttr::from_raw(unsafe { &*attr });
             // SAFETY: `udata` is NULL or valid for the call.
             let udata = unsafe { Udata::from_raw(udata) };
-            T::modify_qp(qp, &a, m as u32, udata)?;
+            T::modify_qp(qp, &a, QpAttrMask::from_raw(m as u32), udata)?;
             Ok(0)
         })
     }

@@ -11,13 +11,14 @@ use crate::{
     rdma::{
         eopnotsupp,
         qp::{
-            mask,
             modify_is_ok,
             Qp,
             QpAttr,
+            QpAttrBit,
+            QpAttrMask,
             QpState,
-            QpTimer, //
-            QpType,
+            QpTimer,
+            QpType, //
         },
         trace, //
     },
@@ -46,13 +47,13 @@ use super::{
 
 impl RrxeQp {
     /// Modifies the QP (`rxe_modify_qp`).
-    pub(crate) fn modify(qp: &Qp<Rrxe>, new: &QpAttr, m: u32) -> Result {
+    pub(crate) fn modify(qp: &Qp<Rrxe>, new: &QpAttr, m: QpAttrMask) -> Result {
         check_attrs(qp, new, m)?;
         let mut st = qp.state.lock();
         // The RDMA core refuses a state outside `enum ib_qp_state` before
         // calling; a kernel caller's is refused here, as by
         // `ib_modify_qp_is_ok`.
-        let cur = if m & mask::CUR_STATE != 0 {
+        let cur = if m.contains(QpAttrBit::CurState) {
             new.requested_cur_state().ok_or(EINVAL)?
         } else {
             st.attr.qp_state()
@@ -60,7 +61,7 @@ impl RrxeQp {
         // As the C driver (`__qp_chk_state`), the transition is checked
         // with or without a new state: attributes a state does not take
         // (an SQ PSN in RTS, say) are refused, not applied mid-flight.
-        let next = if m & mask::STATE != 0 {
+        let next = if m.contains(QpAttrBit::State) {
             new.requested_state().ok_or(EINVAL)?
         } else {
             cur
@@ -68,7 +69,7 @@ impl RrxeQp {
         if !modify_is_ok(cur, next, qp.qp_type(), m) {
             return Err(EINVAL);
         }
-        if m & mask::STATE != 0
+        if m.contains(QpAttrBit::State)
             && cur == QpState::Sqd
             && st.attr.sq_draining() != 0
             && next != QpState::Err
@@ -76,7 +77,7 @@ impl RrxeQp {
             return Err(EINVAL);
         }
         apply_attrs(qp, &mut st, new, m);
-        let run = m & mask::STATE != 0 && Self::enter_state(qp, &mut st, next);
+        let run = m.contains(QpAttrBit::State) && Self::enter_state(qp, &mut st, next);
         let connected = st.attr.qp_state() >= QpState::Rtr;
         drop(st);
         if connected {
@@ -145,49 +146,49 @@ impl RrxeQp {
 
 /// The checks of `modify_qp`'s attributes that need no QP state
 /// (`rxe_qp_chk_attr`).
-fn check_attrs(qp: &Qp<Rrxe>, new: &QpAttr, m: u32) -> Result {
-    if m & !mask::STANDARD_BITS != 0 {
+fn check_attrs(qp: &Qp<Rrxe>, new: &QpAttr, m: QpAttrMask) -> Result {
+    if !m.is_standard() {
         return Err(eopnotsupp());
     }
-    if m & mask::PORT != 0 && new.port_num() != 1 {
+    if m.contains(QpAttrBit::Port) && new.port_num() != 1 {
         return Err(EINVAL);
     }
-    if m & mask::CAP != 0 {
+    if m.contains(QpAttrBit::Cap) {
         let has_srq = qp.state.lock().rq.is_none();
         if !qp_check::check_caps(&caps_of(&new.cap()), &limits(), has_srq) {
             return Err(EINVAL);
         }
     }
-    if m & mask::ACCESS_FLAGS != 0
+    if m.contains(QpAttrBit::AccessFlags)
         && (!matches!(qp.qp_type(), QpType::Rc | QpType::Uc)
             || new.qp_access_flags() & !access::SUPPORTED_MR != 0)
     {
         return Err(EINVAL);
     }
-    if m & mask::ALT_PATH != 0
+    if m.contains(QpAttrBit::AltPath)
         && (new.alt_port_num() != 1 || !qp_check::timeout_ok(new.alt_timeout()))
     {
         return Err(EINVAL);
     }
-    if m & mask::PATH_MTU != 0 && !qp_check::path_mtu_ok(new.path_mtu()) {
+    if m.contains(QpAttrBit::PathMtu) && !qp_check::path_mtu_ok(new.path_mtu()) {
         return Err(EINVAL);
     }
-    if m & mask::MAX_QP_RD_ATOMIC != 0 && new.max_rd_atomic() > 128 {
+    if m.contains(QpAttrBit::MaxQpRdAtomic) && new.max_rd_atomic() > 128 {
         return Err(EINVAL);
     }
-    if m & mask::TIMEOUT != 0 && !qp_check::timeout_ok(new.timeout()) {
+    if m.contains(QpAttrBit::Timeout) && !qp_check::timeout_ok(new.timeout()) {
         return Err(EINVAL);
     }
     Ok(())
 }
 
 /// Applies the attributes `m` names, but the state.
-fn apply_attrs(qp: &Qp<Rrxe>, st: &mut State, new: &QpAttr, m: u32) {
+fn apply_attrs(qp: &Qp<Rrxe>, st: &mut State, new: &QpAttr, m: QpAttrMask) {
     let keep_cap = st.attr.cap();
     st.attr.merge(new, m);
     // The work queues are not resized.
     st.attr.set_cap(&keep_cap);
-    if m & mask::PATH_MTU != 0 {
+    if m.contains(QpAttrBit::PathMtu) {
         // A path MTU above what the netdev carries would send packets the
         // link drops at every retry: a black hole that ends in
         // RETRY_EXC_ERR (rdma_rxe's behaviour). Clamped to the port's active
@@ -197,30 +198,30 @@ fn apply_attrs(qp: &Qp<Rrxe>, st: &mut State, new: &QpAttr, m: u32) {
             st.attr.set_path_mtu(active);
         }
     }
-    if m & mask::MAX_QP_RD_ATOMIC != 0 {
+    if m.contains(QpAttrBit::MaxQpRdAtomic) {
         let v = qp_check::round_rd_atomic(new.max_rd_atomic());
         st.attr.set_max_rd_atomic(v);
     }
-    if m & mask::MAX_DEST_RD_ATOMIC != 0 {
+    if m.contains(QpAttrBit::MaxDestRdAtomic) {
         let v = qp_check::round_rd_atomic(new.max_dest_rd_atomic());
         st.attr.set_max_dest_rd_atomic(v);
     }
-    if m & mask::SQ_PSN != 0 {
+    if m.contains(QpAttrBit::SqPsn) {
         let v = new.sq_psn() & 0x00ff_ffff;
         st.attr.set_sq_psn(v);
         st.req.reset(Psn::new(v));
     }
-    if m & mask::RQ_PSN != 0 {
+    if m.contains(QpAttrBit::RqPsn) {
         let v = new.rq_psn() & 0x00ff_ffff;
         st.attr.set_rq_psn(v);
         st.resp.reset(Psn::new(v));
     }
-    if m & (mask::RETRY_CNT | mask::RNR_RETRY) != 0 {
-        let retry = (m & mask::RETRY_CNT != 0).then(|| new.retry_cnt());
-        let rnr = (m & mask::RNR_RETRY != 0).then(|| new.rnr_retry());
+    if m.contains_any(QpAttrBit::RetryCnt | QpAttrBit::RnrRetry) {
+        let retry = (m.contains(QpAttrBit::RetryCnt)).then(|| new.retry_cnt());
+        let rnr = (m.contains(QpAttrBit::RnrRetry)).then(|| new.rnr_retry());
         st.req.set_retries(retry, rnr);
     }
-    if m & mask::AV != 0 {
+    if m.contains(QpAttrBit::Av) {
         let av = new.av();
         st.path = Path {
             dgid: av.dgid,
@@ -230,7 +231,7 @@ fn apply_attrs(qp: &Qp<Rrxe>, st: &mut State, new: &QpAttr, m: u32) {
             hop_limit: av.hop_limit,
         };
     }
-    if m & (mask::AV | mask::DEST_QPN) != 0 {
+    if m.contains_any(QpAttrBit::Av | QpAttrBit::DestQpn) {
         // Resolved again on the next packet.
         st.tx = None;
         qp.tx_ready.store(false, Relaxed);

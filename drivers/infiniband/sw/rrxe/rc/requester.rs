@@ -44,9 +44,9 @@ use crate::{
     },
     rdma::{
         qp::{
-            Qp, //
+            Qp,
             QpState,
-            QpType,
+            QpType, //
         },
         wc::WcStatus, //
     },

@@ -41,9 +41,9 @@ use crate::{
     },
     rdma::{
         qp::{
-            Qp, //
+            Qp,
             QpState,
-            QpType,
+            QpType, //
         },
         trace,
         wc::{
