@@ -64,9 +64,14 @@ pub fn qp_state<T: Driver>(dev: &Device<T>, qpn: u32, old: QpState, new: QpState
 type PktEvent = unsafe extern "C" fn(*const bindings::ib_device, u32, u32, u32, u8, u32, bool);
 
 /// Calls `event`, an event of class `rrxe_pkt`, for a packet `p` of `dev`.
-fn pkt<T: Driver>(event: PktEvent, dev: &Device<T>, p: &PktFields) {
-    // SAFETY: `event` is a C helper of class `rrxe_pkt` (the callers pass `trace_send_pkt` or
-    // `trace_recv_pkt`), which only reads the name of `dev`, a valid device.
+///
+/// # Safety
+///
+/// `event` is a C helper of class `rrxe_pkt` (`trace_send_pkt`,
+/// `trace_recv_pkt`).
+unsafe fn pkt<T: Driver>(event: PktEvent, dev: &Device<T>, p: &PktFields) {
+    // SAFETY: `event` is a helper of class `rrxe_pkt` (the caller's contract), which only reads
+    // the name of `dev`, a valid device.
     unsafe {
         event(
             dev.as_raw(),
@@ -89,7 +94,8 @@ pub fn send_pkt_enabled() -> bool {
 /// Event `rrxe_send_pkt`: `dev` hands a packet to the IP stack (or to its
 /// own receive path, for a local destination).
 pub fn send_pkt<T: Driver>(dev: &Device<T>, p: &PktFields) {
-    pkt(bindings::trace_send_pkt, dev, p);
+    // SAFETY: `trace_send_pkt` is of class `rrxe_pkt`.
+    unsafe { pkt(bindings::trace_send_pkt, dev, p) };
 }
 
 /// Whether event `rrxe_recv_pkt` is enabled.
@@ -100,7 +106,8 @@ pub fn recv_pkt_enabled() -> bool {
 
 /// Event `rrxe_recv_pkt`: `dev` received a valid packet for a QP.
 pub fn recv_pkt<T: Driver>(dev: &Device<T>, p: &PktFields) {
-    pkt(bindings::trace_recv_pkt, dev, p);
+    // SAFETY: `trace_recv_pkt` is of class `rrxe_pkt`.
+    unsafe { pkt(bindings::trace_recv_pkt, dev, p) };
 }
 
 /// Event `rrxe_retransmit`: QP `qpn` sends again from `psn`.

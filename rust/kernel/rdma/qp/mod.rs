@@ -178,11 +178,17 @@ impl<T: Driver> Qp<T> {
 
     /// The QP type.
     pub fn qp_type(&self) -> QpType {
-        // SAFETY: Constant after creation.
-        let raw = unsafe { (*self.ib.get()).qp_type };
         // The fallback is never taken: a driver refuses to create a QP
-        // whose type `QpType` does not name (`QpInitAttr::qp_type`).
-        QpType::from_raw(raw).unwrap_or(QpType::Ud)
+        // whose type `QpType` does not name (`QpInitAttr::qp_type`). What
+        // memory safety rests on reads the C value instead
+        // (`SendWr::is_datagram`).
+        QpType::from_raw(self.raw_qp_type()).unwrap_or(QpType::Ud)
+    }
+
+    /// `enum ib_qp_type` as the RDMA core holds it.
+    fn raw_qp_type(&self) -> u32 {
+        // SAFETY: Constant after creation.
+        unsafe { (*self.ib.get()).qp_type }
     }
 
     /// Whether the QP belongs to user space.
@@ -777,7 +783,9 @@ impl<T: Driver> Qp<T> {
         if cur.is_null() || qp.is_user() {
             return from_result(|| T::post_send(qp, None).map(|()| 0));
         }
-        let qp_type = qp.qp_type();
+        // Read from the C value, not `qp_type()`'s fallback: whether `ud()`
+        // may read the WR as an `ib_ud_wr` must not rest on a driver.
+        let datagram = QpType::from_raw(qp.raw_qp_type()).is_some_and(QpType::is_datagram);
         let dev = qp.device();
         while !cur.is_null() {
             // SAFETY: A valid element of the list, not posted yet.
@@ -791,7 +799,7 @@ impl<T: Driver> Qp<T> {
             // its container and its SGEs valid at least until it is queued.
             let s = SendWr {
                 wr: w,
-                qp_type,
+                datagram,
                 dev,
             };
             if let Err(e) = T::post_send(qp, Some(&s)) {

@@ -3,7 +3,6 @@
 //! Work requests of kernel consumers (`struct ib_send_wr`, `struct ib_recv_wr`
 //! and the structures that contain them).
 
-use super::QpType;
 use crate::{
     bindings,
     rdma::{
@@ -95,15 +94,17 @@ pub struct RegArgs<'a, T: Driver> {
 ///
 /// # Invariants
 ///
-/// `wr` was posted by a kernel consumer to a kernel QP of type `qp_type`
-/// of device `dev`; it and its containing structure (per the
+/// `wr` was posted by a kernel consumer to a kernel QP of device `dev`,
+/// of a datagram type exactly when `datagram` is true; it and its containing structure (per the
 /// contract above) and its `num_sge` entries of `sg_list` are valid for
 /// `'a`, up to the point where the driver queues its WQE: the WR may
 /// complete, and its consumer free it, from then on, so a driver reads
 /// everything it needs of it before queueing and nothing after.
 pub struct SendWr<'a, T: Driver> {
     pub(super) wr: &'a bindings::ib_send_wr,
-    pub(super) qp_type: QpType,
+    /// The QP is of a datagram type (UD, GSI, SMI): `wr` is the `wr` of
+    /// an `ib_ud_wr`.
+    pub(super) datagram: bool,
     /// The QP's device.
     pub(super) dev: &'a Device<T>,
 }
@@ -209,7 +210,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
     }
 
     fn is_ud(&self) -> bool {
-        self.qp_type.is_datagram()
+        self.datagram
     }
 
     /// The remote address and key of an RDMA READ or WRITE opcode

@@ -50,9 +50,9 @@ impl RrxeQp {
     pub(crate) fn modify(qp: &Qp<Rrxe>, new: &QpAttr, m: QpAttrMask) -> Result {
         check_attrs(qp, new, m)?;
         let mut st = qp.state.lock();
-        // The RDMA core refuses a state outside `enum ib_qp_state` before
-        // calling; a kernel caller's is refused here, as by
-        // `ib_modify_qp_is_ok`.
+        // A state outside `enum ib_qp_state` is refused: uverbs does so
+        // before calling, and a kernel caller's would otherwise index
+        // `ib_modify_qp_is_ok`'s table out of bounds.
         let cur = if m.contains(QpAttrBit::CurState) {
             new.requested_cur_state().ok_or(EINVAL)?
         } else {
