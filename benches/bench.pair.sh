@@ -1,18 +1,57 @@
 # make bench, inside the guests: VM 1 serves, VM 2 measures with rrxe-perf
 # (wall clock) and iperf3.  The cases (from the host, in /rrxe/in/cases) are
-# "test size qps msgs window millis" lines; every case is bracketed by
-# barriers so a failed case cannot desynchronise the rest.  Prints RESULT lines (client) and
-# CPU lines: non-idle jiffies (USER_HZ) each VM spent during the case.
+# "test size qps msgs window millis [label mode]" lines (label: the case's
+# name in RESULT, CPU and STAT lines, default the test; mode event: the
+# client waits on a completion channel, rrxe-perf -e); every case is bracketed by
+# barriers so a failed case cannot desynchronise the rest.  Prints RESULT lines (client),
+# CPU lines: non-idle jiffies (USER_HZ) each VM spent during the case, and
+# STAT lines: what the case moved in each VM's counters (nonzero deltas
+# only), to explain the figures: nic_* eth0's packets (sysfs) and
+# virtio-net's kicks of the host (`ethtool -S`, all queues), irq_net the
+# interrupts of the interrupt line eth0's virtio device is on (the guest
+# has no MSI: the line is shared with the other virtio devices, idle during
+# a case), softnet_* the receive softirq's packets and time squeezes
+# (/proc/net/softnet_stat), rdma_* the RDMA device's counters (`rdma
+# statistic`, the same names on rxe and rrxe).
 rdma_up || exit 1
 GID=$(gid_index "$IBDEV" "$MY_IP")
 PERF=/rrxe/in/rrxe-perf
+NET_VIRTIO=$(basename "$(readlink -f /sys/class/net/eth0/device)")
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+# counters: "name value" lines of every counter a STAT line reports.
+counters() {
+	echo "nic_rx_packets $(cat /sys/class/net/eth0/statistics/rx_packets)"
+	echo "nic_tx_packets $(cat /sys/class/net/eth0/statistics/tx_packets)"
+	ethtool -S eth0 2>/dev/null | awk -F: '$1 ~ /^ *[rt]x_kicks$/ { gsub(/ /, ""); print "nic_" $1, $2 }'
+	# "N: count... IO-APIC N-fasteoi virtio4, virtio3": summed over CPUs.
+	awk -v dev="$NET_VIRTIO" '{ for (i = 2; i <= NF; i++) if ($i == dev || $i == dev ",") break }
+		i <= NF { s = 0; for (i = 2; $i ~ /^[0-9]+$/; i++) s += $i; print "irq_net", s }' /proc/interrupts
+	# Columns 1 and 3 (hex): packets processed and time squeezes, per CPU.
+	local p=0 q=0 a b c rest
+	while read -r a b c rest; do
+		p=$((p + 0x$a)) q=$((q + 0x$c))
+	done </proc/net/softnet_stat
+	echo "softnet_processed $p"
+	echo "softnet_squeezed $q"
+	rdma statistic show link "$IBDEV/1" 2>/dev/null | awk 'NF == 2 && $2 ~ /^[0-9]+$/ { print "rdma_" $1, $2 }'
+}
+# stat_line BEFORE AFTER: the nonzero differences as name=delta words.
+stat_line() {
+	awk 'NR == FNR { before[$1] = $2; next }
+		{ d = $2 - before[$1]; if (d != 0) printf " %s=%d", $1, d }' "$1" "$2"
+}
 port=18600
-while read -r test size qps msgs window millis; do
+while read -r test size qps msgs window millis label mode; do
 	[ -n "$test" ] || continue
+	label=${label:-$test}
+	ev=
+	[ "$mode" = event ] && ev=-e
 	port=$((port + 1))
 	barrier "case-$port" 300
+	counters >/tmp/counters.0
 	c0=$(busy)
+	# The host's benches/qemu-threads starts its case here.
+	echo "BEGIN vm=$VM test=$label size=$size qps=$qps"
 	if [ "$test" = iperf3 ]; then
 		if [ "$VM" = 1 ]; then
 			timeout 60 iperf3 -s -1 -p "$port" >/dev/null
@@ -23,10 +62,16 @@ while read -r test size qps msgs window millis; do
 	elif [ "$VM" = 1 ]; then
 		timeout 300 "$PERF" -d "$IBDEV" -g "$GID" -p "$port" || echo "FAILED server $test $size $qps"
 	else
-		timeout 300 "$PERF" -d "$IBDEV" -g "$GID" -p "$port" -t "$test" -s "$size" -q "$qps" -n "$msgs" \
-			-w "$window" -T "$millis" "$PEER_IP" ||
-			echo "FAILED test=$test size=$size qps=$qps"
+		if timeout 300 "$PERF" -d "$IBDEV" -g "$GID" -p "$port" -t "$test" -s "$size" -q "$qps" -n "$msgs" \
+			-w "$window" -T "$millis" $ev "$PEER_IP" >/tmp/result; then
+			sed "s/^RESULT test=[a-z_]* /RESULT test=$label /" /tmp/result
+		else
+			cat /tmp/result
+			echo "FAILED test=$label size=$size qps=$qps"
+		fi
 	fi
-	echo "CPU vm=$VM test=$test size=$size qps=$qps jiffies=$(($(busy) - c0))"
+	echo "CPU vm=$VM test=$label size=$size qps=$qps jiffies=$(($(busy) - c0))"
+	counters >/tmp/counters.1
+	echo "STAT vm=$VM test=$label size=$size qps=$qps$(stat_line /tmp/counters.0 /tmp/counters.1)"
 done </rrxe/in/cases
 true

@@ -18,7 +18,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-LINE = re.compile(r"^\[vm(\d)\] (RESULT|CPU|FAILED) (.*)$")
+LINE = re.compile(r"^\[vm(\d)\] (RESULT|CPU|STAT|FAILED) (.*)$")
 USER_HZ = 100
 
 
@@ -34,6 +34,7 @@ def load(out):
         driver = os.path.basename(path).rsplit("-r", 1)[0]
         rounds = {}
         cpu = defaultdict(int)
+        counters = defaultdict(dict)
         for line in open(path, errors="replace"):
             m = LINE.match(line.strip())
             if not m:
@@ -44,11 +45,24 @@ def load(out):
                 rounds[case] = f
             elif m.group(2) == "CPU":
                 cpu[case] += int(f["jiffies"])
+            elif m.group(2) == "STAT":
+                counters[case][int(f["vm"])] = {k: int(v) for k, v in f.items()
+                                                 if k not in ("vm", "test", "size", "qps")}
             else:
                 failures[driver].append(case)
+        qemu = {}
+        qemu_path = path[:-len(".log")] + ".qemu"
+        if os.path.exists(qemu_path):
+            for line in open(qemu_path):
+                if line.startswith("QEMU "):
+                    f = fields(line[5:])
+                    qemu[(f["test"], int(f["size"]), int(f["qps"]))] = {
+                        k: float(v) for k, v in f.items() if k not in ("test", "size", "qps")}
         for case, f in rounds.items():
             f = dict(f)
             f["cpu_jiffies"] = cpu.get(case, 0)
+            f["counters"] = counters.get(case, {})
+            f["qemu"] = qemu.get(case, {})
             data[driver][case].append(f)
     return data, failures
 
@@ -83,6 +97,67 @@ def cpu_per_gib(runs):
         if moved > 0 and r["cpu_jiffies"] > 0:
             vals.append(r["cpu_jiffies"] / USER_HZ / (moved / 2**30))
     return stat(vals)
+
+
+def per(a, b):
+    return a / b if b else None
+
+
+def vm(c, n, key):
+    return c.get(n, {}).get(key, 0)
+
+
+# The instrumentation table's columns: (heading, function of one round's
+# RESULT fields and its per-VM counter deltas). VM 2 runs the client
+# (requester), VM 1 the server (responder).
+INSTRUMENTS = [
+    ("pkts/msg client→", lambda r, c: per(vm(c, 2, "rdma_sent_pkts"), int(r.get("msgs", 0)))),
+    ("pkts/msg server→", lambda r, c: per(vm(c, 1, "rdma_sent_pkts"), int(r.get("msgs", 0)))),
+    ("tx pkts/kick client", lambda r, c: per(vm(c, 2, "nic_tx_packets"), vm(c, 2, "nic_tx_kicks"))),
+    ("tx pkts/kick server", lambda r, c: per(vm(c, 1, "nic_tx_packets"), vm(c, 1, "nic_tx_kicks"))),
+    ("pkts/irq client", lambda r, c: per(vm(c, 2, "nic_rx_packets") + vm(c, 2, "nic_tx_packets"), vm(c, 2, "irq_net"))),
+    ("pkts/irq server", lambda r, c: per(vm(c, 1, "nic_rx_packets") + vm(c, 1, "nic_tx_packets"), vm(c, 1, "irq_net"))),
+    ("softirq squeezes", lambda r, c: vm(c, 1, "softnet_squeezed") + vm(c, 2, "softnet_squeezed")),
+    ("ACK-deferred", lambda r, c: vm(c, 1, "rdma_ack_deferred")),
+    ("retries", lambda r, c: vm(c, 2, "rdma_completer_retry_err")),
+    ("seq NAKs", lambda r, c: vm(c, 2, "rdma_rcvd_seq_err")),
+    ("RNR NAKs", lambda r, c: vm(c, 2, "rdma_rcvd_rnr_err")),
+    ("dup requests", lambda r, c: vm(c, 1, "rdma_duplicate_request")),
+    ("host vCPU % client", lambda r, c: busy(r, 2, "vcpu")),
+    ("host vCPU % server", lambda r, c: busy(r, 1, "vcpu")),
+    ("host main % client", lambda r, c: busy(r, 2, "main")),
+    ("host main % server", lambda r, c: busy(r, 1, "main")),
+]
+
+
+def busy(r, n, kind):
+    """Percent of the case's wall clock that a QEMU's threads of `kind` ran on the host."""
+    q = r.get("qemu") or {}
+    return per(100 * q.get(f"vm{n}_{kind}", 0), q.get("seconds", 0)) if q else None
+
+
+def instruments(data, drivers, cases):
+    """A second table: per case and driver, the counters' medians over the rounds."""
+    rows = ["| case | driver | " + " | ".join(h for h, _ in INSTRUMENTS) + " |",
+            "|" + "---|" * (2 + len(INSTRUMENTS))]
+    for case in cases:
+        test, size, qps = case
+        if test == "iperf3":
+            continue
+        for d in drivers:
+            runs = [r for r in data[d].get(case, []) if r.get("counters")]
+            if not runs:
+                continue
+            cells = []
+            for _, fn in INSTRUMENTS:
+                vals = [v for v in (fn(r, r["counters"]) for r in runs) if v is not None]
+                if not vals:
+                    cells.append("n/a")
+                    continue
+                med = statistics.median(vals)
+                cells.append(f"{med:.2f}" if isinstance(med, float) and med != int(med) else f"{int(med)}")
+            rows.append(f"| {test} {size} B × {qps} | {d} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def main():
@@ -124,6 +199,15 @@ def main():
         fail_lines.append(f"- {d}: {len(cs)} failed case runs: "
                           + ", ".join(sorted({f'{t} {s} B × {q}' for t, s, q in cs})))
     text = header + "\n" + "\n".join(rows) + "\n"
+    inst = instruments(data, drivers, cases)
+    if len(inst) > 2:
+        text += ("\nWhat each case moved (medians over the rounds; client = VM 2, the requester; "
+                 "server = VM 1): RoCE packets each side sent per message, eth0 packets per "
+                 "transmit kick of the host and per interrupt (both directions), softirq time "
+                 "squeezes (both VMs), the responder's deferred ACKs, the requester's retries and "
+                 "sequence and RNR NAKs received, the responder's duplicate requests, and the host CPU "
+                 "of each VM's QEMU vCPU thread and main loop (virtio-net's backend) in percent of "
+                 "the case's wall clock (benches/qemu-threads).\n\n" + "\n".join(inst) + "\n")
     if fail_lines:
         text += "\nFailed runs (excluded from the figures):\n" + "\n".join(fail_lines) + "\n"
     open(os.path.join(out, "table.md"), "w").write(text)

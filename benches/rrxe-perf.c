@@ -9,7 +9,7 @@
  * PSNs, GIDs and buffer keys over TCP, like ibv_rc_pingpong.
  *
  *   rrxe-perf -d DEV -g GIDIDX                        (server)
- *   rrxe-perf -d DEV -g GIDIDX -t TEST -s BYTES -q QPS -n MSGS HOST   (client)
+ *   rrxe-perf -d DEV -g GIDIDX -t TEST -s BYTES -q QPS -n MSGS [-e] HOST   (client)
  *
  * TEST is write, read or send (throughput: every QP keeps -w messages in
  * flight until -n messages per QP completed or, with -T MILLIS, until
@@ -19,6 +19,11 @@
  * line:  RESULT test=.. size=.. qps=.. msgs=.. seconds=.. MBps=.. kmsgps=..
  * and, for latency tests, usec_mean (the run's time per round trip, halved)
  * and usec_median/min/max of the single round trips, halved.
+ *
+ * With -e the client waits for its completions on a completion channel
+ * (ibv_req_notify_cq, then ibv_get_cq_event once the CQ is empty) instead
+ * of polling without pause, as an event-driven consumer does; the server
+ * always polls.  The RESULT line says mode=event or mode=poll.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,11 +55,13 @@ static const char *test_names[] = { "write", "read", "send", "lat_send", "lat_wr
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
+static struct ibv_comp_channel *channel;	/* -e: wait for completions */
 static struct ibv_mr *mr;
 static struct ibv_qp *qp[MAX_QPS];
 static char *buf;
 static size_t slot;		/* bytes of buffer per QP */
 static struct params p;
+static int events;		/* -e (client only) */
 
 static void die(const char *what)
 {
@@ -152,7 +159,12 @@ static void setup(const char *dev, int gid_idx, struct qp_info *mine)
 			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!mr)
 		die("ibv_reg_mr");
-	cq = ibv_create_cq(ctx, p.qps * (2 * p.window + 2) + 16, NULL, NULL, 0);
+	if (events) {
+		channel = ibv_create_comp_channel(ctx);
+		if (!channel)
+			die("ibv_create_comp_channel");
+	}
+	cq = ibv_create_cq(ctx, p.qps * (2 * p.window + 2) + 16, NULL, channel, 0);
 	if (!cq)
 		die("ibv_create_cq");
 	if (ibv_query_gid(ctx, 1, gid_idx, &gid))
@@ -251,11 +263,30 @@ static void post_send(uint32_t i, uint32_t n, int op, struct qp_info *peer)
 	post_at(i, off, off, op, peer);
 }
 
-/* Poll one batch; return the completions, fail on any error status. */
+/*
+ * Poll one batch; return the completions, fail on any error status.  With a
+ * completion channel an empty CQ is armed, polled once more (a completion
+ * may have come before the arming) and then waited for, so the call returns
+ * at least one completion.
+ */
 static int poll(struct ibv_wc *wc, int max)
 {
 	int n = ibv_poll_cq(cq, max, wc), k;
 
+	while (channel && n == 0) {
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+
+		if (ibv_req_notify_cq(cq, 0))
+			die("ibv_req_notify_cq");
+		n = ibv_poll_cq(cq, max, wc);
+		if (n)
+			break;
+		if (ibv_get_cq_event(channel, &ev_cq, &ev_ctx))
+			die("ibv_get_cq_event");
+		ibv_ack_cq_events(ev_cq, 1);
+		n = ibv_poll_cq(cq, max, wc);
+	}
 	if (n < 0)
 		die("ibv_poll_cq");
 	for (k = 0; k < n; k++)
@@ -358,9 +389,9 @@ static void run_bw(int client, int fd, struct qp_info *peer)
 			sent[i] = htonl(posted[i]);
 		xfer(fd, sent, sizeof(sent[0]) * p.qps, 1);
 	}
-	printf("RESULT test=%s size=%u qps=%u msgs=%u seconds=%.3f MBps=%.3f kmsgps=%.3f\n",
+	printf("RESULT test=%s size=%u qps=%u msgs=%u seconds=%.3f MBps=%.3f kmsgps=%.3f mode=%s\n",
 	       test_names[p.test], p.size, p.qps, total, t,
-	       (double)total * p.size / t / 1e6, total / t / 1e3);
+	       (double)total * p.size / t / 1e6, total / t / 1e3, events ? "event" : "poll");
 }
 
 /*
@@ -442,9 +473,10 @@ static void run_lat(int client, struct qp_info *peer)
 
 		qsort(rtt, it, sizeof(double), cmp_double);
 		printf("RESULT test=%s size=%u qps=1 msgs=%u seconds=%.3f usec_mean=%.1f"
-		       " usec_median=%.1f usec_min=%.1f usec_max=%.1f\n",
+		       " usec_median=%.1f usec_min=%.1f usec_max=%.1f mode=%s\n",
 		       test_names[p.test], p.size, it, total, total / it / 2 * 1e6,
-		       rtt[it / 2] / 2 * 1e6, rtt[0] / 2 * 1e6, rtt[it - 1] / 2 * 1e6);
+		       rtt[it / 2] / 2 * 1e6, rtt[0] / 2 * 1e6, rtt[it - 1] / 2 * 1e6,
+		       events ? "event" : "poll");
 	}
 	free(rtt);
 }
@@ -458,7 +490,7 @@ int main(int argc, char **argv)
 	char done = 1;
 
 	p = (struct params){ .size = 65536, .qps = 1, .msgs = 1000, .window = 16 };
-	while ((c = getopt(argc, argv, "d:g:t:s:q:n:w:p:T:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:t:s:q:n:w:p:T:e")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gid_idx = atoi(optarg); break;
@@ -469,13 +501,15 @@ int main(int argc, char **argv)
 		case 'w': p.window = strtoul(optarg, NULL, 0); break;
 		case 'p': port = atoi(optarg); break;
 		case 'T': p.millis = strtoul(optarg, NULL, 0); break;
+		case 'e': events = 1; break;
 		default:
 			fprintf(stderr, "usage: rrxe-perf [-d dev] [-g gid] [-t write|read|send|lat_send|lat_write]"
-				" [-s bytes] [-q qps] [-n msgs] [-w window] [-T millis] [-p port] [server]\n");
+				" [-s bytes] [-q qps] [-n msgs] [-w window] [-T millis] [-e] [-p port] [server]\n");
 			return 2;
 		}
 	}
 	client = optind < argc;
+	events &= client;
 	for (t = 0; t < 5 && strcmp(test, test_names[t]); t++)
 		;
 	if (t == 5 || !p.size || !p.qps || p.qps > MAX_QPS || !p.msgs || !p.window) {

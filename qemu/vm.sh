@@ -70,7 +70,9 @@ vm_start() {
 	[ -n "${VM_INTERACTIVE:-}" ] && serial=mon:stdio
 	# No LA57: with 5-level paging under TCG, the KASAN kernel sporadically
 	# reports a wild access from an interrupt during early CPU setup.
-	local -a cmd=("$QEMU" -accel tcg -cpu max,la57=off -m "$VM_MEM" -smp "${VM_SMP:-1}"
+	# debug-threads: QEMU names its threads ("CPU 0/TCG"), for
+	# benches/qemu-threads.
+	local -a cmd=("$QEMU" -name "vm$i,debug-threads=on" -accel tcg -cpu max,la57=off -m "$VM_MEM" -smp "${VM_SMP:-1}"
 		-no-reboot -display none -nodefaults -serial "$serial"
 		-kernel "$KBUILD/arch/x86/boot/bzImage" -append "$append"
 		-virtfs "local,path=$GUEST,mount_tag=root,security_model=none,readonly=on,multidevs=remap"

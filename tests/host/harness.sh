@@ -107,7 +107,9 @@ expect tools-none "" "$(plan_runs quick rrxe "$RUN"/suites/*.sh | awk '$1 == "de
 
 # make bench's case list: commas or spaces between sizes; a bad list is
 # refused, never cut short.
-cases() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk '$1 == "write" { print $2 "x" $3 }' | paste -sd' '; }
+cases() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk '$1 == "write" && NF == 6 { print $2 "x" $3 }' | paste -sd' '; }
+# The labelled cases: event-mode clients and the window sweep.
+labelled() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk 'NF == 8 { print $7 "/" $2 "/" $5 "/" $8 }' | paste -sd' '; }
 bench_expect() {
 	if [ "$2" = "$3" ]; then
 		echo "ok bench-$1"
@@ -119,6 +121,17 @@ bench_expect() {
 bench_expect sizes-commas "4096x1 65536x1" "$(cases BENCH_SIZES=4096,65536 BENCH_QPS=1)"
 bench_expect sizes-spaces-and-commas "4096x1 4096x4 65536x1 65536x4" "$(cases BENCH_SIZES='4096, 65536' BENCH_QPS=1,4)"
 bench_expect default "64x1 64x4 256x1 256x4 1024x1 1024x4 4096x1 4096x4 16384x1 16384x4 65536x1 65536x4 262144x1 262144x4 1048576x1 1048576x4" "$(cases)"
+bench_expect event-and-windows "write_ev/4096/16/event read_ev/4096/16/event send_ev/4096/16/event write_w2/65536/2/poll write_w64/65536/64/poll lat_send_ev/2/2/event" \
+	"$(labelled BENCH_EVENT_SIZES=4096 BENCH_WINDOWS=2,64)"
+bench_expect none "lat_send_ev/2/2/event" "$(labelled BENCH_EVENT_SIZES=none BENCH_WINDOWS=none)"
+for bad in BENCH_WINDOWS=0 BENCH_EVENT_SIZES=4k BENCH_WINDOWS=none,4; do
+	if env "$bad" "$RRXE_ROOT/benches/cases" >/dev/null 2>&1; then
+		echo "not ok bench-refused '$bad'"
+		failed=1
+	else
+		echo "ok bench-refused '$bad'"
+	fi
+done
 for bad in 4k 0 , "4096;65536" 1e3; do
 	if BENCH_SIZES=$bad "$RRXE_ROOT/benches/cases" >/dev/null 2>&1; then
 		echo "not ok bench-sizes-refused '$bad'"
