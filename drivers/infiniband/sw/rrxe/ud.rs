@@ -26,12 +26,8 @@ use crate::proto::wr::{
 use crate::{
     net::skbuff::ETH_P_IP,
     proto::{
-        bth::{
-            Bth,
-            DEFAULT_PKEY, //
-        },
+        bth::Bth,
         deth::Deth,
-        immdt::ImmDt,
         opcode::{
             MessageKind,
             Opcode,
@@ -43,7 +39,6 @@ use crate::{
             Packet, //
         },
         wqe::{
-            self,
             RecvWqe,
             SendWqe, //
         },
@@ -187,7 +182,7 @@ fn checked_wqe(
         complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0, false);
         return None;
     };
-    let signaled = sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0;
+    let signaled = sq_sig_all || w.is_signaled();
     let kind = match wr::info(w.opcode).and_then(|e| e.work_on(Service::Ud)) {
         Some(Work::Msg(kind)) => kind,
         _ => {
@@ -216,12 +211,8 @@ fn datagram_headers(
         w.remote_qkey
     };
     let bth = Bth {
-        opcode,
-        se: w.send_flags & wqe::IB_SEND_SOLICITED != 0,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: w.remote_qpn,
-        psn: st.req.take_psn(),
-        ..Bth::default()
+        se: w.is_solicited(),
+        ..Bth::new(opcode, w.remote_qpn, st.req.take_psn())
     };
     let mut ext = ExtHeaders {
         deth: Some(Deth {
@@ -231,9 +222,7 @@ fn datagram_headers(
         ..ExtHeaders::default()
     };
     if kind == MessageKind::SendWithImm {
-        ext.immdt = Some(ImmDt {
-            imm_data: w.imm_data.to_ne_bytes(),
-        });
+        ext.immdt = Some(w.immdt());
     }
     Some((bth, ext))
 }

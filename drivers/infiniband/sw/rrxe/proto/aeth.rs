@@ -14,7 +14,8 @@
 #![forbid(unsafe_code)]
 
 use super::error::{Error, Result};
-use super::wire::{check_len, Reader, Writer};
+use super::wire::header;
+use super::wire::U24;
 
 /// Mask of the 24-bit MSN.
 pub const MSN_MASK: u32 = 0x00ff_ffff;
@@ -23,15 +24,19 @@ pub const MSN_MASK: u32 = 0x00ff_ffff;
 /// not limited); rxe always sends it.
 pub const CREDITS_UNLIMITED: u8 = 0x1f;
 
-/// A decoded AETH. The syndrome is kept raw; decode it with
-/// [`Syndrome::decode`] (or [`Aeth::syndrome`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Aeth {
-    /// Syndrome byte, as on the wire.
-    pub syndrome: u8,
-    /// MSN: sequence number of the last message completed by the responder,
-    /// 24 bits.
-    pub msn: u32,
+header! {
+    /// A decoded AETH. The syndrome is kept raw, and not checked by
+    /// `parse`: a reserved syndrome is the completer's business, not a
+    /// malformed packet. Decode it with [`Syndrome::decode`] (or
+    /// [`Aeth::syndrome`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+    pub struct Aeth("AETH", 4) {
+        /// Syndrome byte, as on the wire.
+        pub syndrome: u8,
+        /// MSN: sequence number of the last message completed by the
+        /// responder, 24 bits.
+        pub msn: u32 as U24,
+    }
 }
 
 /// NAK codes of the AETH syndrome (IBTA Vol 1 Table 44).
@@ -151,9 +156,6 @@ pub const fn rnr_timer_usecs(code: u8) -> u32 {
 }
 
 impl Aeth {
-    /// Length of the AETH in bytes.
-    pub const LEN: usize = 4;
-
     /// Builds an AETH from a decoded syndrome and an MSN.
     ///
     /// # Errors
@@ -178,75 +180,32 @@ impl Aeth {
     pub const fn syndrome(&self) -> Result<Syndrome> {
         Syndrome::decode(self.syndrome)
     }
-
-    /// Decodes the AETH at the start of `buf`.
-    ///
-    /// The syndrome is not decoded here: a reserved syndrome is the
-    /// completer's business, not a malformed packet.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Truncated`] if `buf` is shorter than [`Aeth::LEN`].
-    pub fn parse(buf: &[u8]) -> Result<Self> {
-        let [syndrome, msn @ ..] = Reader::new(buf).array::<4>()?;
-        let [a, b, c] = msn;
-        Ok(Self {
-            syndrome,
-            msn: u32::from_be_bytes([0, a, b, c]),
-        })
-    }
-
-    /// Encodes the AETH into the first [`Aeth::LEN`] bytes of `buf`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Truncated`] if `buf` is too short, [`Error::FieldOutOfRange`]
-    /// if the MSN does not fit in 24 bits. Nothing is written on error.
-    pub fn write(&self, buf: &mut [u8]) -> Result {
-        check_len(buf, Self::LEN)?;
-        if self.msn > MSN_MASK {
-            return Err(Error::FieldOutOfRange);
-        }
-        let [_, a, b, c] = self.msn.to_be_bytes();
-        Writer::new(buf).array([self.syndrome, a, b, c])
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::wire::tests::{assert_known_bytes, assert_out_of_range};
     use proptest::prelude::*;
 
     #[test]
     fn known_bytes() {
         // ACK, unlimited credits, MSN 0x012345 (what rxe sends).
-        let bytes = [0x1f, 0x01, 0x23, 0x45];
-        let aeth = Aeth::parse(&bytes).unwrap();
-        assert_eq!(
-            aeth,
-            Aeth {
-                syndrome: 0x1f,
-                msn: 0x01_2345
-            }
-        );
+        let aeth = Aeth {
+            syndrome: 0x1f,
+            msn: 0x01_2345,
+        };
+        assert_known_bytes(aeth, &[0x1f, 0x01, 0x23, 0x45]);
         assert_eq!(
             aeth.syndrome(),
             Ok(Syndrome::Ack {
                 credits: CREDITS_UNLIMITED
             })
         );
-        let mut out = [0u8; 4];
-        aeth.write(&mut out).unwrap();
-        assert_eq!(out, bytes);
-        assert_eq!(Aeth::parse(&bytes[..3]), Err(Error::Truncated));
-        assert_eq!(
-            Aeth {
-                syndrome: 0,
-                msn: 1 << 24
-            }
-            .write(&mut out),
-            Err(Error::FieldOutOfRange)
-        );
+        assert_out_of_range(Aeth {
+            syndrome: 0,
+            msn: 1 << 24,
+        });
     }
 
     /// The syndrome values the C driver uses (`rxe_hdr.h`, `enum aeth_syndrome`).
@@ -332,14 +291,6 @@ mod tests {
             if let Ok(s) = Syndrome::decode(byte) {
                 prop_assert_eq!(s.encode(), Ok(byte));
             }
-        }
-
-        #[test]
-        fn roundtrip(syndrome in any::<u8>(), msn in 0..=MSN_MASK) {
-            let aeth = Aeth { syndrome, msn };
-            let mut buf = [0u8; 4];
-            aeth.write(&mut buf).unwrap();
-            prop_assert_eq!(Aeth::parse(&buf), Ok(aeth));
         }
     }
 }

@@ -83,6 +83,26 @@ impl Bth {
     /// Length of the BTH in bytes.
     pub const LEN: usize = 12;
 
+    /// The BTH of a packet rrxe sends to `dest_qpn`: the port's only
+    /// P_Key, [`DEFAULT_PKEY`], TVer [`BTH_TVER`], pad 0 (the packet writer
+    /// sets it) and every flag clear. SE and AckReq are set with struct
+    /// update syntax where the packet asks for them.
+    pub const fn new(opcode: Opcode, dest_qpn: u32, psn: Psn) -> Self {
+        Self {
+            opcode,
+            se: false,
+            mig: false,
+            pad: 0,
+            tver: BTH_TVER,
+            pkey: DEFAULT_PKEY,
+            fecn: false,
+            becn: false,
+            dest_qpn,
+            ack_req: false,
+            psn,
+        }
+    }
+
     /// Decodes the BTH at the start of `buf`.
     ///
     /// Only the length is checked here; the TVer and opcode are checked by
@@ -166,6 +186,21 @@ pub(crate) mod tests {
         assert!(!pkey_matches_default(0x8000));
         assert!(!pkey_matches_default(0xfffe));
         assert!(!pkey_matches_default(0x1234));
+    }
+
+    #[test]
+    fn new_is_a_plain_request() {
+        let psn = Psn::new(7);
+        assert_eq!(
+            Bth::new(Opcode::RC_SEND_ONLY, 0x11, psn),
+            Bth {
+                opcode: Opcode::RC_SEND_ONLY,
+                pkey: DEFAULT_PKEY,
+                dest_qpn: 0x11,
+                psn,
+                ..Bth::default()
+            }
+        );
     }
 
     #[test]

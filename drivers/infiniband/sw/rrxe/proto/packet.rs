@@ -34,122 +34,83 @@ use super::opcode::{HeaderSet, OpcodeInfo};
 use super::reth::Reth;
 use super::segment::pad_len;
 
-/// The extension headers of a packet: exactly those its opcode carries are
-/// `Some`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct ExtHeaders {
-    /// DETH (UD).
-    pub deth: Option<Deth>,
-    /// FETH (FLUSH).
-    pub feth: Option<Feth>,
-    /// RETH (RDMA WRITE first/only, READ request, FLUSH, ATOMIC WRITE).
-    pub reth: Option<Reth>,
-    /// AtomicETH (CmpSwap, FetchAdd).
-    pub atmeth: Option<AtomicEth>,
-    /// AETH (ACK, READ response first/last/only, atomic ACK).
-    pub aeth: Option<Aeth>,
-    /// AtomicAckETH (atomic ACK).
-    pub atmack: Option<AtomicAckEth>,
-    /// ImmDt (with immediate, last/only).
-    pub immdt: Option<ImmDt>,
-    /// IETH (SEND with invalidate, last/only).
-    pub ieth: Option<Ieth>,
+/// Declares [`ExtHeaders`] from its fields: one `Option` of each extension
+/// header, with the header's [`HeaderSet`] bit. Where each header sits is
+/// [`HeaderSet::offset_of`]'s business (wire order is
+/// [`HeaderSet::WIRE_ORDER`]); the fields are listed in that order too, so
+/// that `write` meets a bad field in the same order as the wire.
+macro_rules! ext_headers {
+    ($($(#[$doc:meta])* $field:ident: $ty:ident = $bit:ident,)+) => {
+        /// The extension headers of a packet: exactly those its opcode
+        /// carries are `Some`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+        pub struct ExtHeaders {
+            $(
+                $(#[$doc])*
+                pub $field: Option<$ty>,
+            )+
+        }
+
+        impl ExtHeaders {
+            /// The set of headers present.
+            pub const fn set(&self) -> HeaderSet {
+                let mut s = HeaderSet::NONE;
+                $(
+                    if self.$field.is_some() {
+                        s = s.with(HeaderSet::$bit);
+                    }
+                )+
+                s
+            }
+
+            /// Decodes the extension headers of `set` from `headers`, the
+            /// packet's bytes from the start of the BTH.
+            fn parse(set: HeaderSet, headers: &[u8]) -> Result<Self> {
+                Ok(Self {
+                    $(
+                        $field: match set.offset_of(HeaderSet::$bit) {
+                            Some(off) => Some($ty::parse(
+                                headers.get(off..).ok_or(Error::Truncated)?,
+                            )?),
+                            None => None,
+                        },
+                    )+
+                })
+            }
+
+            /// Encodes the headers present into `headers`, the packet's
+            /// bytes from the start of the BTH, each at its offset after
+            /// the BTH.
+            fn write(&self, headers: &mut [u8]) -> Result {
+                let set = self.set();
+                $(
+                    if let (Some(h), Some(off)) = (self.$field, set.offset_of(HeaderSet::$bit)) {
+                        h.write(headers.get_mut(off..).ok_or(Error::Truncated)?)?;
+                    }
+                )+
+                Ok(())
+            }
+        }
+    };
 }
 
-impl ExtHeaders {
-    /// The set of headers present.
-    pub const fn set(&self) -> HeaderSet {
-        let mut s = HeaderSet::NONE;
-        if self.deth.is_some() {
-            s = s.with(HeaderSet::DETH);
-        }
-        if self.feth.is_some() {
-            s = s.with(HeaderSet::FETH);
-        }
-        if self.reth.is_some() {
-            s = s.with(HeaderSet::RETH);
-        }
-        if self.atmeth.is_some() {
-            s = s.with(HeaderSet::ATMETH);
-        }
-        if self.aeth.is_some() {
-            s = s.with(HeaderSet::AETH);
-        }
-        if self.atmack.is_some() {
-            s = s.with(HeaderSet::ATMACK);
-        }
-        if self.immdt.is_some() {
-            s = s.with(HeaderSet::IMMDT);
-        }
-        if self.ieth.is_some() {
-            s = s.with(HeaderSet::IETH);
-        }
-        s
-    }
-
-    /// Decodes the headers of `set` from `buf` (the bytes right after the
-    /// BTH), in wire order.
-    fn parse(set: HeaderSet, buf: &[u8]) -> Result<Self> {
-        let mut ext = ExtHeaders::default();
-        let mut rest = buf;
-        for (h, len) in HeaderSet::WIRE_ORDER {
-            if !set.contains(h) {
-                continue;
-            }
-            if h == HeaderSet::DETH {
-                ext.deth = Some(Deth::parse(rest)?);
-            } else if h == HeaderSet::FETH {
-                ext.feth = Some(Feth::parse(rest)?);
-            } else if h == HeaderSet::RETH {
-                ext.reth = Some(Reth::parse(rest)?);
-            } else if h == HeaderSet::ATMETH {
-                ext.atmeth = Some(AtomicEth::parse(rest)?);
-            } else if h == HeaderSet::AETH {
-                ext.aeth = Some(Aeth::parse(rest)?);
-            } else if h == HeaderSet::ATMACK {
-                ext.atmack = Some(AtomicAckEth::parse(rest)?);
-            } else if h == HeaderSet::IMMDT {
-                ext.immdt = Some(ImmDt::parse(rest)?);
-            } else if h == HeaderSet::IETH {
-                ext.ieth = Some(Ieth::parse(rest)?);
-            }
-            rest = rest.get(len..).ok_or(Error::Truncated)?;
-        }
-        Ok(ext)
-    }
-
-    /// Encodes the headers present into `buf` in wire order; returns the
-    /// number of bytes written.
-    fn write(&self, buf: &mut [u8]) -> Result<usize> {
-        let mut off = 0;
-        for (h, len) in HeaderSet::WIRE_ORDER {
-            let dst = buf.get_mut(off..).ok_or(Error::Truncated)?;
-            let written = if h == HeaderSet::DETH {
-                self.deth.map(|x| x.write(dst))
-            } else if h == HeaderSet::FETH {
-                self.feth.map(|x| x.write(dst))
-            } else if h == HeaderSet::RETH {
-                self.reth.map(|x| x.write(dst))
-            } else if h == HeaderSet::ATMETH {
-                self.atmeth.map(|x| x.write(dst))
-            } else if h == HeaderSet::AETH {
-                self.aeth.map(|x| x.write(dst))
-            } else if h == HeaderSet::ATMACK {
-                self.atmack.map(|x| x.write(dst))
-            } else if h == HeaderSet::IMMDT {
-                self.immdt.map(|x| x.write(dst))
-            } else if h == HeaderSet::IETH {
-                self.ieth.map(|x| x.write(dst))
-            } else {
-                None
-            };
-            if let Some(r) = written {
-                r?;
-                off += len;
-            }
-        }
-        Ok(off)
-    }
+ext_headers! {
+    /// DETH (UD).
+    deth: Deth = DETH,
+    /// FETH (FLUSH).
+    feth: Feth = FETH,
+    /// RETH (RDMA WRITE first/only, READ request, FLUSH, ATOMIC WRITE).
+    reth: Reth = RETH,
+    /// AtomicETH (CmpSwap, FetchAdd).
+    atmeth: AtomicEth = ATMETH,
+    /// AETH (ACK, READ response first/last/only, atomic ACK).
+    aeth: Aeth = AETH,
+    /// AtomicAckETH (atomic ACK).
+    atmack: AtomicAckEth = ATMACK,
+    /// ImmDt (with immediate, last/only).
+    immdt: ImmDt = IMMDT,
+    /// IETH (SEND with invalidate, last/only).
+    ieth: Ieth = IETH,
 }
 
 /// A validated view of a received RoCEv2 packet (a UDP payload).
@@ -258,10 +219,7 @@ pub fn parse_packet(buf: &[u8]) -> Result<Packet<'_>> {
         return Err(Error::BadLength);
     }
     let payload = rest.get(..payload_len).ok_or(Error::BadLength)?;
-    let ext = ExtHeaders::parse(
-        info.headers,
-        headers.get(Bth::LEN..).ok_or(Error::Truncated)?,
-    )?;
+    let ext = ExtHeaders::parse(info.headers, headers)?;
     // INVARIANT: all checks of the type invariant passed above.
     Ok(Packet {
         bytes: buf,
@@ -309,7 +267,7 @@ pub fn write_headers(buf: &mut [u8], bth: &Bth, ext: &ExtHeaders) -> Result<usiz
     let mut scratch = [0u8; MAX_HEADER_LEN];
     let tmp = scratch.get_mut(..info.header_len).ok_or(Error::Truncated)?;
     bth.write(tmp)?;
-    ext.write(tmp.get_mut(Bth::LEN..).ok_or(Error::Truncated)?)?;
+    ext.write(tmp)?;
     dst.copy_from_slice(tmp);
     Ok(info.header_len)
 }

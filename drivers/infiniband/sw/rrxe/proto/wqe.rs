@@ -101,6 +101,7 @@
 #![forbid(unsafe_code)]
 
 use super::error::{Error, Result};
+use super::immdt::ImmDt;
 use super::wr::{
     IB_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_FETCH_AND_ADD, IB_WR_ATOMIC_WRITE, IB_WR_BIND_MW,
     IB_WR_FLUSH, IB_WR_LOCAL_INV, IB_WR_RDMA_READ, IB_WR_RDMA_READ_WITH_INV, IB_WR_RDMA_WRITE,
@@ -512,9 +513,12 @@ impl SendWqe {
         self.send_flags & IB_SEND_FENCE != 0
     }
 
-    /// The immediate data in wire order, for the ImmDt.
-    pub fn imm_data_bytes(&self) -> [u8; 4] {
-        self.imm_data.to_ne_bytes()
+    /// The ImmDt that carries the immediate data (IBTA Vol 1 §9.3.7): the
+    /// bytes of [`SendWqe::imm_data`] as stored, already in wire order.
+    pub fn immdt(&self) -> ImmDt {
+        ImmDt {
+            imm_data: self.imm_data.to_ne_bytes(),
+        }
     }
 
     /// Whether `ex` holds an rkey to invalidate rather than immediate data.

@@ -77,7 +77,7 @@ fn rdma_write_round_trip() {
     assert_eq!(w.wr_id, 0x1122_3344_5566_7788);
     assert_eq!(w.opcode, IB_WR_RDMA_WRITE_WITH_IMM);
     assert!(w.is_signaled() && w.is_solicited() && !w.is_fenced() && !w.has_inline());
-    assert_eq!(w.imm_data_bytes(), [0xde, 0xad, 0xbe, 0xef]);
+    assert_eq!(w.immdt().imm_data, [0xde, 0xad, 0xbe, 0xef]);
     assert_eq!(
         (w.remote_addr, w.rkey, w.iova),
         (0x7000_0000_1000, 0x1234, 0x7000_0000_1000)

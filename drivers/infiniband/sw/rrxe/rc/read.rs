@@ -13,10 +13,7 @@ use crate::{
             Aeth,
             NakCode, //
         },
-        bth::{
-            Bth,
-            DEFAULT_PKEY, //
-        },
+        bth::Bth,
         opcode::{
             MessageKind,
             Opcode,
@@ -149,13 +146,7 @@ pub(super) fn stream_read(qp: &Qp<Rrxe>, st: &mut State) {
         if !matches!(seg.position, Position::Middle) {
             ext.aeth = Aeth::new(ack(), r.msn).ok();
         }
-        let bth = Bth {
-            opcode,
-            pkey: DEFAULT_PKEY,
-            dest_qpn,
-            psn: r.psn.add(r.next),
-            ..Bth::default()
-        };
+        let bth = Bth::new(opcode, dest_qpn, r.psn.add(r.next));
         let va = r.va.wrapping_add(u64::from(seg.offset));
         let at = mem::Access::rkey(qp.uid, r.rkey, Need::RemoteRead, va);
         let mut fault = None;

@@ -8,13 +8,9 @@
 use crate::{
     proto::{
         atmeth::AtomicEth,
-        bth::{
-            Bth,
-            DEFAULT_PKEY, //
-        },
+        bth::Bth,
         feth::Feth,
         ieth::Ieth,
-        immdt::ImmDt,
         opcode::{
             MessageKind,
             Opcode,
@@ -157,12 +153,8 @@ fn queue_request(
     payload: &[u8],
 ) -> bool {
     let bth = Bth {
-        opcode,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: st.attr.dest_qp_num(),
         ack_req: true,
-        psn: st.req.psn,
-        ..Bth::default()
+        ..Bth::new(opcode, st.attr.dest_qp_num(), st.req.psn)
     };
     let Some(tx) = tx_ctx(qp, st) else {
         return false;
@@ -463,7 +455,7 @@ fn start_wqe(
             let m = WqeMeta {
                 wr_id: w.wr_id,
                 wc_opcode,
-                signaled: sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0,
+                signaled: sq_sig_all || w.is_signaled(),
                 len: w.length,
                 first_psn: st.req.psn,
                 last_psn: st.req.psn.add(count - 1),
@@ -509,13 +501,9 @@ fn message_headers(
     let last = matches!(position, Position::Last | Position::Only);
     let first = matches!(position, Position::First | Position::Only);
     let bth = Bth {
-        opcode,
-        se: last && w.send_flags & wqe::IB_SEND_SOLICITED != 0,
-        pkey: DEFAULT_PKEY,
-        dest_qpn: st.attr.dest_qp_num(),
+        se: last && w.is_solicited(),
         ack_req: !uc && rc::wants_ack(cur.index, cur.count),
-        psn: st.req.psn,
-        ..Bth::default()
+        ..Bth::new(opcode, st.attr.dest_qp_num(), st.req.psn)
     };
     let mut ext = ExtHeaders::default();
     let is_write = matches!(kind, MessageKind::RdmaWrite | MessageKind::RdmaWriteWithImm);
@@ -532,9 +520,7 @@ fn message_headers(
             MessageKind::SendWithImm | MessageKind::RdmaWriteWithImm
         )
     {
-        ext.immdt = Some(ImmDt {
-            imm_data: w.imm_data.to_ne_bytes(),
-        });
+        ext.immdt = Some(w.immdt());
     }
     if last && kind == MessageKind::SendWithInv {
         ext.ieth = Some(Ieth {

@@ -14,10 +14,7 @@ use crate::{
             Syndrome, //
         },
         atmack::AtomicAckEth,
-        bth::{
-            Bth,
-            DEFAULT_PKEY, //
-        },
+        bth::Bth,
         icrc::UDP_HDR_LEN,
         opcode::{
             Opcode,
@@ -153,13 +150,7 @@ fn queue_ack_as(
     if !matches!(syndrome, Syndrome::Ack { .. }) {
         trace::nak(qp.device(), qp.qp_num(), psn.get(), aeth.syndrome, true);
     }
-    let bth = Bth {
-        opcode,
-        pkey: DEFAULT_PKEY,
-        dest_qpn,
-        psn,
-        ..Bth::default()
-    };
+    let bth = Bth::new(opcode, dest_qpn, psn);
     let ext = ExtHeaders {
         aeth: Some(aeth),
         atmack,
