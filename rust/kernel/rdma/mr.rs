@@ -7,6 +7,7 @@
 use crate::{
     bindings,
     rdma::{
+        access::AccessFlags,
         device::{
             Device,
             Driver, //
@@ -243,8 +244,8 @@ pub struct UserMrArgs {
     pub length: u64,
     /// I/O virtual address the region is accessed at.
     pub iova: u64,
-    /// `IB_ACCESS_*` flags.
-    pub access: i32,
+    /// Access flags.
+    pub access: AccessFlags,
 }
 
 /// Flags of `rereg_user_mr` (`enum ib_mr_rereg_flags`).
@@ -304,8 +305,8 @@ pub struct ReregArgs {
     pub length: u64,
     /// New I/O virtual address.
     pub iova: u64,
-    /// New `IB_ACCESS_*` flags.
-    pub access: i32,
+    /// New access flags.
+    pub access: AccessFlags,
 }
 
 /// A memory region of a device of driver `T`.
@@ -512,6 +513,8 @@ impl<T: Driver> Mr<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: By the safety requirements.
         let p = unsafe { Pd::<T>::from_raw(pd) };
+        // CAST: the C argument is an `int` holding flag bits.
+        let access = AccessFlags::from_raw(access as u32);
         // INVARIANT: `get_dma_mr` is only called by `__ib_alloc_pd`, for kernel PDs.
         match T::get_dma_mr(p, access).and_then(|(init, keys)| Self::create(pd, init, keys, true)) {
             Ok(mr) => mr,
@@ -544,7 +547,8 @@ impl<T: Driver> Mr<T> {
             start,
             length,
             iova,
-            access,
+            // CAST: the C argument is an `int` holding flag bits.
+            access: AccessFlags::from_raw(access as u32),
         };
         match T::reg_user_mr(p, &args, udata)
             .and_then(|(init, keys)| Self::create(pd, init, keys, false))
@@ -697,7 +701,8 @@ impl<T: Driver> Mr<T> {
             start,
             length,
             iova,
-            access,
+            // CAST: the C argument is an `int` holding flag bits.
+            access: AccessFlags::from_raw(access as u32),
         };
         match T::rereg_user_mr(this, &args, p, udata) {
             Ok(()) => ptr::null_mut(),

@@ -49,6 +49,10 @@ use crate::{
         },
     },
     rdma::{
+        access::{
+            AccessFlag,
+            AccessFlags, //
+        },
         device::Device,
         lock::SpinLockIrq,
         mr::{
@@ -70,7 +74,6 @@ use kernel::{
 
 use super::{
     mr::{
-        access,
         FastState,
         Mapping, //
     },
@@ -123,7 +126,7 @@ pub(crate) enum Need {
     RemoteAtomic,
     /// FLUSH responder: every `IB_ACCESS_FLUSH_*` bit given (one per
     /// placement type asked; none for a FLUSH that asks for neither).
-    Flush(i32),
+    Flush(AccessFlags),
 }
 
 /// Through which kind of key memory is accessed.
@@ -173,15 +176,15 @@ impl Access {
     }
 }
 
-/// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
-pub(crate) fn allows(flags: i32, need: Need) -> bool {
+/// Whether access flags `flags` allow the access `need`.
+pub(crate) fn allows(flags: AccessFlags, need: Need) -> bool {
     match need {
         Need::LocalRead => true,
-        Need::LocalWrite => flags & access::LOCAL_WRITE != 0,
-        Need::RemoteWrite => flags & access::REMOTE_WRITE != 0,
-        Need::RemoteRead => flags & access::REMOTE_READ != 0,
-        Need::RemoteAtomic => flags & access::REMOTE_ATOMIC != 0,
-        Need::Flush(bits) => flags & bits == bits,
+        Need::LocalWrite => flags.contains(AccessFlag::LocalWrite),
+        Need::RemoteWrite => flags.contains(AccessFlag::RemoteWrite),
+        Need::RemoteRead => flags.contains(AccessFlag::RemoteRead),
+        Need::RemoteAtomic => flags.contains(AccessFlag::RemoteAtomic),
+        Need::Flush(bits) => flags.contains_all(bits),
     }
 }
 
@@ -568,17 +571,17 @@ const FLUSH_PERSISTENT_TYPE: u8 = 1 << 1;
 /// `IB_FLUSH_GLOBAL`, the FETH placement type bit for global visibility.
 const FLUSH_GLOBAL_TYPE: u8 = 1 << 0;
 
-/// The `IB_ACCESS_FLUSH_*` bits a FLUSH of placement type `placement`
+/// The `IB_ACCESS_FLUSH_*` flags a FLUSH of placement type `placement`
 /// needs, of the QP and of the region (as the C driver's responder).
-pub(crate) fn flush_access(placement: u8) -> i32 {
-    let mut bits = 0;
+pub(crate) fn flush_access(placement: u8) -> AccessFlags {
+    let mut flags = AccessFlags::empty();
     if placement & FLUSH_GLOBAL_TYPE != 0 {
-        bits |= access::FLUSH_GLOBAL;
+        flags |= AccessFlag::FlushGlobal;
     }
     if placement & FLUSH_PERSISTENT_TYPE != 0 {
-        bits |= access::FLUSH_PERSISTENT;
+        flags |= AccessFlag::FlushPersistent;
     }
-    bits
+    flags
 }
 
 /// `IB_FLUSH_RANGE`: the FETH selectivity level of the RETH's range.

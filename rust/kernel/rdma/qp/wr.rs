@@ -6,6 +6,7 @@
 use crate::{
     bindings,
     rdma::{
+        access::AccessFlags,
         ah::Ah,
         device::{
             Device,
@@ -70,8 +71,8 @@ pub struct RegArgs<'a, T: Driver> {
     pub mr: &'a Mr<T>,
     /// The new lkey and rkey.
     pub key: u32,
-    /// `IB_ACCESS_*` flags.
-    pub access: i32,
+    /// The registration's access flags.
+    pub access: AccessFlags,
     /// The region's I/O virtual address as the consumer left it after
     /// mapping (`ib_mr.iova`; consumers may rewrite it after
     /// `ib_map_mr_sg`).
@@ -326,7 +327,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
         Some(RegArgs {
             mr,
             key: c.key,
-            access: c.access,
+            // CAST: the C field is an `int` holding flag bits.
+            access: AccessFlags::from_raw(c.access as u32),
             iova,
             length,
         })

@@ -184,8 +184,7 @@ pub(super) fn check_send_wr(
         w.reg = RegMr {
             mr_index: r.mr.index(),
             key: r.key,
-            // CAST: `IB_ACCESS_*` bits.
-            access: r.access as u32,
+            access: r.access.raw(),
             iova: r.iova,
             length: r.length,
         };
