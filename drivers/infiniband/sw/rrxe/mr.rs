@@ -59,12 +59,6 @@ pub(crate) const ACCESS_REMOTE: AccessFlags = AccessFlags::of(&[
     AccessFlag::RemoteAtomic,
 ]);
 
-/// Every bit from `IB_ACCESS_RELAXED_ORDERING` up: the optional range as
-/// this driver has always taken it (the core's `IB_ACCESS_OPTIONAL` ends
-/// at bit 29).
-const ACCESS_OPTIONAL: AccessFlags =
-    AccessFlags::from_raw(!(AccessFlag::RelaxedOrdering as u32 - 1));
-
 /// What rxe accepts on MRs (`RXE_ACCESS_SUPPORTED_MR`), which is also what
 /// it accepts on QPs and windows.
 pub(crate) const ACCESS_SUPPORTED_MR: AccessFlags = ACCESS_REMOTE
@@ -75,7 +69,7 @@ pub(crate) const ACCESS_SUPPORTED_MR: AccessFlags = ACCESS_REMOTE
         AccessFlag::FlushGlobal,
         AccessFlag::FlushPersistent,
     ]))
-    .union(ACCESS_OPTIONAL);
+    .union(AccessFlags::OPTIONAL);
 
 /// What a memory region maps.
 pub(crate) enum Mapping {
