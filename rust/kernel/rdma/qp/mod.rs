@@ -65,6 +65,8 @@ pub use wr::{
     RdmaArgs,
     RecvWr,
     RegArgs,
+    SendFlag,
+    SendFlags,
     SendWr,
     Sge,
     UdArgs, //

@@ -110,6 +110,44 @@ pub struct SendWr<'a, T: Driver> {
     pub(super) dev: &'a Device<T>,
 }
 
+kernel::impl_flags!(
+    /// The `IB_SEND_*` flags of a send work request (`enum
+    /// ib_send_flags`); unknown bits are kept.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SendFlags(u32);
+
+    /// One send flag.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SendFlag {
+        /// `IB_SEND_FENCE`: wait for earlier RDMA READs and atomics to
+        /// complete.
+        // CAST: the C enum is signed (it has a negative reserved bit); these are small positive
+        // flags.
+        Fence = bindings::ib_send_flags_IB_SEND_FENCE as u32,
+        /// `IB_SEND_SIGNALED`: complete with a CQE whatever the QP's
+        /// `sq_sig_type`.
+        Signaled = bindings::ib_send_flags_IB_SEND_SIGNALED as u32,
+        /// `IB_SEND_SOLICITED`: set the BTH SE bit of the last packet.
+        Solicited = bindings::ib_send_flags_IB_SEND_SOLICITED as u32,
+        /// `IB_SEND_INLINE`: the data is copied into the WQE at posting.
+        Inline = bindings::ib_send_flags_IB_SEND_INLINE as u32,
+        /// `IB_SEND_IP_CSUM`: checksum offload.
+        IpCsum = bindings::ib_send_flags_IB_SEND_IP_CSUM as u32,
+    }
+);
+
+impl SendFlags {
+    /// The flags of the C value `v`, unknown bits included.
+    pub const fn from_raw(v: u32) -> Self {
+        Self(v)
+    }
+
+    /// The C value.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+}
+
 /// Work request opcodes (`enum ib_wr_opcode`).
 pub mod wr_opcode {
     use crate::bindings;
@@ -182,9 +220,9 @@ impl<'a, T: Driver> SendWr<'a, T> {
     }
 
     /// `IB_SEND_*` flags.
-    pub fn send_flags(&self) -> u32 {
+    pub fn send_flags(&self) -> SendFlags {
         // CAST: the C field is an `int` holding flag bits.
-        self.wr.send_flags as u32
+        SendFlags::from_raw(self.wr.send_flags as u32)
     }
 
     /// Number of SGEs; `u32::MAX` for a negative count (a consumer bug that
@@ -341,8 +379,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
     /// `EINVAL` if the WR is not inline, the data does not fit `dst`, or an
     /// SGE has a NULL address.
     pub fn copy_inline(&self, dst: &mut [u8]) -> Result<usize> {
-        // CAST: a small positive flag.
-        if self.send_flags() & bindings::ib_send_flags_IB_SEND_INLINE as u32 == 0 {
+        if !self.send_flags().contains(SendFlag::Inline) {
             return Err(EINVAL);
         }
         let mut total = 0usize;
