@@ -35,6 +35,7 @@ use crate::{
             user_word_aligned,
             word_aligned, //
         },
+        feth,
         pages::{
             page_chunks,
             PageChunk,
@@ -566,28 +567,30 @@ pub(crate) fn atomic_write(
     copy(dev, pd_id, at, CopyDir::ToMr(&value))
 }
 
-/// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
-const FLUSH_PERSISTENT_TYPE: u8 = 1 << 1;
-/// `IB_FLUSH_GLOBAL`, the FETH placement type bit for global visibility.
-const FLUSH_GLOBAL_TYPE: u8 = 1 << 0;
+// The requester puts a FLUSH WQE's placement type and selectivity level
+// (the values of the C enums, which librxe writes) into the FETH as they
+// are, and the responder reads the FETH with proto's constants: the two
+// must agree.
+const _: () = {
+    use crate::rdma::qp::flush;
+    assert!(feth::PLT_GLOBAL as u32 == flush::GLOBAL);
+    assert!(feth::PLT_PERSISTENT as u32 == flush::PERSISTENT);
+    assert!(feth::SEL_RANGE as u32 == flush::RANGE);
+    assert!(feth::SEL_MR as u32 == flush::MR);
+};
 
 /// The `IB_ACCESS_FLUSH_*` flags a FLUSH of placement type `placement`
 /// needs, of the QP and of the region (as the C driver's responder).
 pub(crate) fn flush_access(placement: u8) -> AccessFlags {
     let mut flags = AccessFlags::empty();
-    if placement & FLUSH_GLOBAL_TYPE != 0 {
+    if placement & feth::PLT_GLOBAL != 0 {
         flags |= AccessFlag::FlushGlobal;
     }
-    if placement & FLUSH_PERSISTENT_TYPE != 0 {
+    if placement & feth::PLT_PERSISTENT != 0 {
         flags |= AccessFlag::FlushPersistent;
     }
     flags
 }
-
-/// `IB_FLUSH_RANGE`: the FETH selectivity level of the RETH's range.
-const FLUSH_RANGE: u8 = 0;
-/// `IB_FLUSH_MR`: the FETH selectivity level of the whole region.
-const FLUSH_MR: u8 = 1;
 
 /// Executes a FLUSH (IBTA Vol 1 Annex A19) through `rkey` at the responder
 /// of the QP `qp_uid`: the region (or window) must grant the FLUSH access
@@ -614,8 +617,8 @@ pub(crate) fn flush(
     range: (u64, u64),
 ) -> Result<(), MemError> {
     let need = Need::Flush(flush_access(placement));
-    let persistent = placement & FLUSH_PERSISTENT_TYPE != 0;
-    let (whole, check_range) = (selectivity != FLUSH_RANGE, selectivity != FLUSH_MR);
+    let persistent = placement & feth::PLT_PERSISTENT != 0;
+    let (whole, check_range) = (selectivity != feth::SEL_RANGE, selectivity != feth::SEL_MR);
     let (mr, window) = if is_mw_key(rkey) {
         let asked = check_range.then_some(range);
         let w = RrxeMw::lookup(dev, pd_id, qp_uid, rkey, need, asked)?;

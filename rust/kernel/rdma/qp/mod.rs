@@ -60,6 +60,7 @@ pub use attr::{
 };
 pub(crate) use wr::post_recv_list;
 pub use wr::{
+    flush,
     wr_opcode,
     AtomicArgs,
     RdmaArgs,

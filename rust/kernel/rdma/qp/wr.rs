@@ -148,6 +148,21 @@ impl SendFlags {
     }
 }
 
+/// The placement types (`enum ib_placement_type`) and selectivity levels
+/// (`enum ib_selectivity_level`) of a FLUSH (IBTA Vol 1 Annex A19), as
+/// user space writes them into a FLUSH work request.
+pub mod flush {
+    use crate::bindings;
+    /// `IB_FLUSH_GLOBAL`: placement for global visibility.
+    pub const GLOBAL: u32 = bindings::ib_placement_type_IB_FLUSH_GLOBAL;
+    /// `IB_FLUSH_PERSISTENT`: placement for persistence.
+    pub const PERSISTENT: u32 = bindings::ib_placement_type_IB_FLUSH_PERSISTENT;
+    /// `IB_FLUSH_RANGE`: the RETH's range.
+    pub const RANGE: u32 = bindings::ib_selectivity_level_IB_FLUSH_RANGE;
+    /// `IB_FLUSH_MR`: the whole memory region.
+    pub const MR: u32 = bindings::ib_selectivity_level_IB_FLUSH_MR;
+}
+
 /// Work request opcodes (`enum ib_wr_opcode`).
 pub mod wr_opcode {
     use crate::bindings;
