@@ -250,12 +250,16 @@ pub struct UserMrArgs {
 
 /// Flags of `rereg_user_mr` (`enum ib_mr_rereg_flags`).
 pub mod rereg {
+    use crate::bindings;
     /// `IB_MR_REREG_TRANS`: new address range (start, length, iova).
-    pub const TRANS: i32 = 1;
+    // CAST: small positive flags, as the `int` of the callback.
+    pub const TRANS: i32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS as i32;
     /// `IB_MR_REREG_PD`: move the region to another PD.
-    pub const PD: i32 = 1 << 1;
+    // CAST: as above.
+    pub const PD: i32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_PD as i32;
     /// `IB_MR_REREG_ACCESS`: new `IB_ACCESS_*` flags.
-    pub const ACCESS: i32 = 1 << 2;
+    // CAST: as above.
+    pub const ACCESS: i32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as i32;
 }
 
 /// `ibv_advise_mr` (`enum ib_uverbs_advise_mr_advice` and its flag).
