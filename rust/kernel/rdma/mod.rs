@@ -14,6 +14,7 @@
 
 use kernel::prelude::*;
 
+pub mod access;
 pub mod ah;
 pub mod attr;
 pub mod cache;

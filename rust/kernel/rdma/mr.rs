@@ -7,6 +7,7 @@
 use crate::{
     bindings,
     rdma::{
+        access::AccessFlags,
         device::{
             Device,
             Driver, //
@@ -243,18 +244,22 @@ pub struct UserMrArgs {
     pub length: u64,
     /// I/O virtual address the region is accessed at.
     pub iova: u64,
-    /// `IB_ACCESS_*` flags.
-    pub access: i32,
+    /// Access flags.
+    pub access: AccessFlags,
 }
 
 /// Flags of `rereg_user_mr` (`enum ib_mr_rereg_flags`).
 pub mod rereg {
+    use crate::bindings;
     /// `IB_MR_REREG_TRANS`: new address range (start, length, iova).
-    pub const TRANS: i32 = 1;
+    // CAST: small positive flags, as the `int` of the callback.
+    pub const TRANS: i32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS as i32;
     /// `IB_MR_REREG_PD`: move the region to another PD.
-    pub const PD: i32 = 1 << 1;
+    // CAST: as above.
+    pub const PD: i32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_PD as i32;
     /// `IB_MR_REREG_ACCESS`: new `IB_ACCESS_*` flags.
-    pub const ACCESS: i32 = 1 << 2;
+    // CAST: as above.
+    pub const ACCESS: i32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as i32;
 }
 
 /// `ibv_advise_mr` (`enum ib_uverbs_advise_mr_advice` and its flag).
@@ -304,8 +309,8 @@ pub struct ReregArgs {
     pub length: u64,
     /// New I/O virtual address.
     pub iova: u64,
-    /// New `IB_ACCESS_*` flags.
-    pub access: i32,
+    /// New access flags.
+    pub access: AccessFlags,
 }
 
 /// A memory region of a device of driver `T`.
@@ -512,6 +517,8 @@ impl<T: Driver> Mr<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: By the safety requirements.
         let p = unsafe { Pd::<T>::from_raw(pd) };
+        // CAST: the C argument is an `int` holding flag bits.
+        let access = AccessFlags::from_raw(access as u32);
         // INVARIANT: `get_dma_mr` is only called by `__ib_alloc_pd`, for kernel PDs.
         match T::get_dma_mr(p, access).and_then(|(init, keys)| Self::create(pd, init, keys, true)) {
             Ok(mr) => mr,
@@ -544,7 +551,8 @@ impl<T: Driver> Mr<T> {
             start,
             length,
             iova,
-            access,
+            // CAST: the C argument is an `int` holding flag bits.
+            access: AccessFlags::from_raw(access as u32),
         };
         match T::reg_user_mr(p, &args, udata)
             .and_then(|(init, keys)| Self::create(pd, init, keys, false))
@@ -697,7 +705,8 @@ impl<T: Driver> Mr<T> {
             start,
             length,
             iova,
-            access,
+            // CAST: the C argument is an `int` holding flag bits.
+            access: AccessFlags::from_raw(access as u32),
         };
         match T::rereg_user_mr(this, &args, p, udata) {
             Ok(()) => ptr::null_mut(),

@@ -7,6 +7,7 @@
 use crate::{
     bindings,
     rdma::{
+        access::AccessFlags,
         device::Driver,
         object::{
             alloc_data,
@@ -46,7 +47,7 @@ impl<T: Driver> Pd<T> {
         &self,
         start: u64,
         length: u64,
-        access: i32,
+        access: AccessFlags,
     ) -> Result<crate::rdma::umem::Umem> {
         crate::rdma::umem::Umem::get(self.device().as_raw(), start, length, access)
     }
@@ -57,7 +58,7 @@ impl<T: Driver> Pd<T> {
         &self,
         start: u64,
         length: u64,
-        access: i32,
+        access: AccessFlags,
     ) -> Result<crate::rdma::umem_odp::UmemOdp> {
         crate::rdma::umem_odp::UmemOdp::get(self.device().as_raw(), start, length, access)
     }

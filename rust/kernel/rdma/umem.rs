@@ -4,7 +4,10 @@
 //!
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
-use crate::bindings;
+use crate::{
+    bindings,
+    rdma::access::AccessFlags, //
+};
 use core::ptr::NonNull;
 use kernel::{
     page::PAGE_SIZE,
@@ -38,10 +41,12 @@ impl Umem {
         ib: *mut bindings::ib_device,
         start: u64,
         length: u64,
-        access: i32,
+        access: AccessFlags,
     ) -> Result<Self> {
         let len = usize::try_from(length).map_err(|_| EINVAL)?;
         let addr = usize::try_from(start).map_err(|_| EINVAL)?;
+        // CAST: the C parameter is an `int` holding flag bits.
+        let access = access.raw() as i32;
         // SAFETY: `ib` is a valid device (callers pass the device of a live object); the call
         // pins pages of the current process.
         let umem = unsafe { bindings::ib_umem_get_va(ib, addr, len, access) };
@@ -73,7 +78,9 @@ impl Umem {
     /// `IB_ACCESS_*` flags `access` (`IB_MR_REREG_*` flags `flags`) without
     /// pinning it again: a writable access needs memory pinned writable
     /// (`EACCES` otherwise).
-    pub fn check_rereg(&self, flags: i32, access: i32) -> Result {
+    pub fn check_rereg(&self, flags: i32, access: AccessFlags) -> Result {
+        // CAST: the C parameter is an `int` holding flag bits.
+        let access = access.raw() as i32;
         // SAFETY: The umem is valid; the call only reads it.
         kernel::error::to_result(unsafe {
             bindings::ib_umem_check_rereg(self.ptr.as_ptr(), flags, access)

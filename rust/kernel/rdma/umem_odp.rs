@@ -19,6 +19,7 @@
 use crate::{
     bindings, new_spinlock_irq,
     rdma::{
+        access::AccessFlags,
         lock::SpinLockIrq,
         umem::{
             PageChunk,
@@ -186,10 +187,12 @@ impl UmemOdp {
         ib: *mut bindings::ib_device,
         start: u64,
         length: u64,
-        access: i32,
+        access: AccessFlags,
     ) -> Result<Self> {
         let len = usize::try_from(length).map_err(|_| EINVAL)?;
         let addr = usize::try_from(start).map_err(|_| EINVAL)?;
+        // CAST: the C parameter is an `int` holding flag bits.
+        let access = access.raw() as i32;
         // SAFETY: `ib` is a valid device (callers pass the device of a live object); the call
         // registers a notifier on the current process's memory.
         let odp = unsafe { bindings::ib_umem_odp_get(ib, addr, len, access, &ODP_OPS) };

@@ -35,6 +35,7 @@ use crate::{
             user_word_aligned,
             word_aligned, //
         },
+        feth,
         pages::{
             page_chunks,
             PageChunk,
@@ -49,6 +50,10 @@ use crate::{
         },
     },
     rdma::{
+        access::{
+            AccessFlag,
+            AccessFlags, //
+        },
         device::Device,
         lock::SpinLockIrq,
         mr::{
@@ -70,7 +75,6 @@ use kernel::{
 
 use super::{
     mr::{
-        access,
         FastState,
         Mapping, //
     },
@@ -123,7 +127,7 @@ pub(crate) enum Need {
     RemoteAtomic,
     /// FLUSH responder: every `IB_ACCESS_FLUSH_*` bit given (one per
     /// placement type asked; none for a FLUSH that asks for neither).
-    Flush(i32),
+    Flush(AccessFlags),
 }
 
 /// Through which kind of key memory is accessed.
@@ -173,15 +177,15 @@ impl Access {
     }
 }
 
-/// Whether `IB_ACCESS_*` flags `flags` allow the access `need`.
-pub(crate) fn allows(flags: i32, need: Need) -> bool {
+/// Whether access flags `flags` allow the access `need`.
+pub(crate) fn allows(flags: AccessFlags, need: Need) -> bool {
     match need {
         Need::LocalRead => true,
-        Need::LocalWrite => flags & access::LOCAL_WRITE != 0,
-        Need::RemoteWrite => flags & access::REMOTE_WRITE != 0,
-        Need::RemoteRead => flags & access::REMOTE_READ != 0,
-        Need::RemoteAtomic => flags & access::REMOTE_ATOMIC != 0,
-        Need::Flush(bits) => flags & bits == bits,
+        Need::LocalWrite => flags.contains(AccessFlag::LocalWrite),
+        Need::RemoteWrite => flags.contains(AccessFlag::RemoteWrite),
+        Need::RemoteRead => flags.contains(AccessFlag::RemoteRead),
+        Need::RemoteAtomic => flags.contains(AccessFlag::RemoteAtomic),
+        Need::Flush(bits) => flags.contains_all(bits),
     }
 }
 
@@ -563,28 +567,30 @@ pub(crate) fn atomic_write(
     copy(dev, pd_id, at, CopyDir::ToMr(&value))
 }
 
-/// `IB_FLUSH_PERSISTENT`, the FETH placement type bit for persistence.
-const FLUSH_PERSISTENT_TYPE: u8 = 1 << 1;
-/// `IB_FLUSH_GLOBAL`, the FETH placement type bit for global visibility.
-const FLUSH_GLOBAL_TYPE: u8 = 1 << 0;
+// The requester puts a FLUSH WQE's placement type and selectivity level
+// (the values of the C enums, which librxe writes) into the FETH as they
+// are, and the responder reads the FETH with proto's constants: the two
+// must agree.
+const _: () = {
+    use crate::rdma::qp::flush;
+    assert!(feth::PLT_GLOBAL as u32 == flush::GLOBAL);
+    assert!(feth::PLT_PERSISTENT as u32 == flush::PERSISTENT);
+    assert!(feth::SEL_RANGE as u32 == flush::RANGE);
+    assert!(feth::SEL_MR as u32 == flush::MR);
+};
 
-/// The `IB_ACCESS_FLUSH_*` bits a FLUSH of placement type `placement`
+/// The `IB_ACCESS_FLUSH_*` flags a FLUSH of placement type `placement`
 /// needs, of the QP and of the region (as the C driver's responder).
-pub(crate) fn flush_access(placement: u8) -> i32 {
-    let mut bits = 0;
-    if placement & FLUSH_GLOBAL_TYPE != 0 {
-        bits |= access::FLUSH_GLOBAL;
+pub(crate) fn flush_access(placement: u8) -> AccessFlags {
+    let mut flags = AccessFlags::empty();
+    if placement & feth::PLT_GLOBAL != 0 {
+        flags |= AccessFlag::FlushGlobal;
     }
-    if placement & FLUSH_PERSISTENT_TYPE != 0 {
-        bits |= access::FLUSH_PERSISTENT;
+    if placement & feth::PLT_PERSISTENT != 0 {
+        flags |= AccessFlag::FlushPersistent;
     }
-    bits
+    flags
 }
-
-/// `IB_FLUSH_RANGE`: the FETH selectivity level of the RETH's range.
-const FLUSH_RANGE: u8 = 0;
-/// `IB_FLUSH_MR`: the FETH selectivity level of the whole region.
-const FLUSH_MR: u8 = 1;
 
 /// Executes a FLUSH (IBTA Vol 1 Annex A19) through `rkey` at the responder
 /// of the QP `qp_uid`: the region (or window) must grant the FLUSH access
@@ -611,8 +617,8 @@ pub(crate) fn flush(
     range: (u64, u64),
 ) -> Result<(), MemError> {
     let need = Need::Flush(flush_access(placement));
-    let persistent = placement & FLUSH_PERSISTENT_TYPE != 0;
-    let (whole, check_range) = (selectivity != FLUSH_RANGE, selectivity != FLUSH_MR);
+    let persistent = placement & feth::PLT_PERSISTENT != 0;
+    let (whole, check_range) = (selectivity != feth::SEL_RANGE, selectivity != feth::SEL_MR);
     let (mr, window) = if is_mw_key(rkey) {
         let asked = check_range.then_some(range);
         let w = RrxeMw::lookup(dev, pd_id, qp_uid, rkey, need, asked)?;

@@ -15,6 +15,10 @@ use crate::{
         wqe::RegMr, //
     },
     rdma::{
+        access::{
+            AccessFlag,
+            AccessFlags, //
+        },
         device::Device,
         eopnotsupp,
         lock::SpinLockIrq,
@@ -47,40 +51,25 @@ use super::{
     verbs::Rrxe, //
 };
 
-/// `IB_ACCESS_*` bits (include/rdma/ib_verbs.h).
-pub(crate) mod access {
-    /// `IB_ACCESS_LOCAL_WRITE`.
-    pub(crate) const LOCAL_WRITE: i32 = 1;
-    /// `IB_ACCESS_REMOTE_WRITE`.
-    pub(crate) const REMOTE_WRITE: i32 = 1 << 1;
-    /// `IB_ACCESS_REMOTE_READ`.
-    pub(crate) const REMOTE_READ: i32 = 1 << 2;
-    /// `IB_ACCESS_REMOTE_ATOMIC`.
-    pub(crate) const REMOTE_ATOMIC: i32 = 1 << 3;
-    /// `IB_ACCESS_MW_BIND`.
-    pub(crate) const MW_BIND: i32 = 1 << 4;
-    /// `IB_ACCESS_ON_DEMAND`.
-    pub(crate) const ON_DEMAND: i32 = 1 << 6;
-    /// `IB_ACCESS_FLUSH_GLOBAL`.
-    pub(crate) const FLUSH_GLOBAL: i32 = 1 << 8;
-    /// `IB_ACCESS_FLUSH_PERSISTENT`.
-    pub(crate) const FLUSH_PERSISTENT: i32 = 1 << 9;
-    /// `IB_ACCESS_RELAXED_ORDERING` (the optional range starts here).
-    pub(crate) const OPTIONAL: i32 = !((1 << 20) - 1);
-    /// Remote access of every kind (`RXE_ACCESS_REMOTE`), which fast-register
-    /// regions start with.
-    pub(crate) const REMOTE: i32 = REMOTE_READ | REMOTE_WRITE | REMOTE_ATOMIC;
-    /// What rxe accepts on MRs (`RXE_ACCESS_SUPPORTED_MR`).
-    pub(crate) const SUPPORTED_MR: i32 = LOCAL_WRITE
-        | REMOTE_WRITE
-        | REMOTE_READ
-        | REMOTE_ATOMIC
-        | MW_BIND
-        | ON_DEMAND
-        | FLUSH_GLOBAL
-        | FLUSH_PERSISTENT
-        | OPTIONAL;
-}
+/// Remote access of every kind (`RXE_ACCESS_REMOTE`), which fast-register
+/// regions start with.
+pub(crate) const ACCESS_REMOTE: AccessFlags = AccessFlags::of(&[
+    AccessFlag::RemoteRead,
+    AccessFlag::RemoteWrite,
+    AccessFlag::RemoteAtomic,
+]);
+
+/// What rxe accepts on MRs (`RXE_ACCESS_SUPPORTED_MR`), which is also what
+/// it accepts on QPs and windows.
+pub(crate) const ACCESS_SUPPORTED_MR: AccessFlags = ACCESS_REMOTE
+    .union(AccessFlags::of(&[
+        AccessFlag::LocalWrite,
+        AccessFlag::MwBind,
+        AccessFlag::OnDemand,
+        AccessFlag::FlushGlobal,
+        AccessFlag::FlushPersistent,
+    ]))
+    .union(AccessFlags::OPTIONAL);
 
 /// What a memory region maps.
 pub(crate) enum Mapping {
@@ -106,8 +95,8 @@ pub(crate) struct FastState {
     /// The current lkey and rkey (one value): the index part never changes,
     /// the consumer chooses the key byte with each REG_MR.
     pub(crate) key: u32,
-    /// `IB_ACCESS_*` flags of the registration.
-    pub(crate) access: i32,
+    /// Access flags of the registration.
+    pub(crate) access: AccessFlags,
     /// I/O virtual address of the first byte.
     pub(crate) iova: u64,
     /// Length in bytes.
@@ -126,9 +115,9 @@ pub(crate) struct LocalOpError;
 pub(crate) struct RrxeMr {
     /// Index part of the keys.
     pub(crate) index: u32,
-    /// `IB_ACCESS_*` flags; `rereg_user_mr` may change them while the
-    /// data path reads them.
-    access: Atomic<i32>,
+    /// Access flags ([`AccessFlags::raw`]); `rereg_user_mr` may change
+    /// them while the data path reads them.
+    access: Atomic<u32>,
     /// What the region maps.
     pub(crate) mapping: Mapping,
     /// Memory windows bound to the region, and [`MR_DEREGISTERED`] once its
@@ -152,11 +141,14 @@ fn keys(index: u32, key: u8, iova: u64, length: u64) -> MrKeys {
 
 impl RrxeMr {
     /// A DMA MR.
-    pub(crate) fn dma(pd: &Pd<Rrxe>, access: i32) -> Result<(impl PinInit<Self, Error>, MrKeys)> {
+    pub(crate) fn dma(
+        pd: &Pd<Rrxe>,
+        access: AccessFlags,
+    ) -> Result<(impl PinInit<Self, Error>, MrKeys)> {
         let (index, key) = pd.device().mr_pool.alloc_key()?;
         let init = try_init!(Self {
             index,
-            access: Atomic::new(access),
+            access: Atomic::new(access.raw()),
             mapping: Mapping::Dma,
             mw_binds: Atomic::new(0),
         });
@@ -169,10 +161,10 @@ impl RrxeMr {
         args: &UserMrArgs,
         _udata: Option<&Udata>,
     ) -> Result<(impl PinInit<Self, Error>, MrKeys)> {
-        if args.access & !access::SUPPORTED_MR != 0 {
+        if !ACCESS_SUPPORTED_MR.contains_all(args.access) {
             return Err(eopnotsupp());
         }
-        let mapping = if args.access & access::ON_DEMAND != 0 {
+        let mapping = if args.access.contains(AccessFlag::OnDemand) {
             // Implicit ODP (the whole address space) is not offered
             // (`odp_caps`), as in the C driver.
             if args.start == 0 && args.length == u64::MAX {
@@ -180,7 +172,7 @@ impl RrxeMr {
             }
             // Persistence needs persistent memory, which is never mapped
             // on demand.
-            if args.access & access::FLUSH_PERSISTENT != 0 {
+            if args.access.contains(AccessFlag::FlushPersistent) {
                 return Err(EINVAL);
             }
             Mapping::Odp(OdpRegion::new(pd.umem_odp_get(
@@ -192,13 +184,13 @@ impl RrxeMr {
             let umem = pd.umem_get(args.start, args.length, args.access)?;
             // As the C driver: persistence is promised only for persistent
             // memory (a FLUSH to it writes the cache lines back).
-            if args.access & access::FLUSH_PERSISTENT != 0 && !umem.is_pmem() {
+            if args.access.contains(AccessFlag::FlushPersistent) && !umem.is_pmem() {
                 return Err(EINVAL);
             }
             Mapping::User(umem)
         };
         let (index, key) = pd.device().mr_pool.alloc_key()?;
-        let access = args.access;
+        let access = args.access.raw();
         let init = try_init!(Self {
             index,
             access: Atomic::new(access),
@@ -226,7 +218,7 @@ impl RrxeMr {
         let state = FastState {
             valid: false,
             key: make_key(index, key),
-            access: access::REMOTE,
+            access: ACCESS_REMOTE,
             iova: 0,
             length: 0,
             pages,
@@ -243,7 +235,7 @@ impl RrxeMr {
         };
         let init = try_init!(Self {
             index,
-            access: Atomic::new(access::REMOTE),
+            access: Atomic::new(ACCESS_REMOTE.raw()),
             mapping: Mapping::Fast(fast),
             mw_binds: Atomic::new(0),
         });
@@ -296,8 +288,7 @@ impl RrxeMr {
             return Err(LocalOpError);
         }
         st.key = reg.key;
-        // CAST: `IB_ACCESS_*` bits.
-        st.access = reg.access as i32;
+        st.access = AccessFlags::from_raw(reg.access);
         st.iova = reg.iova;
         st.length = reg.length;
         st.valid = true;
@@ -325,9 +316,9 @@ impl RrxeMr {
         Ok(())
     }
 
-    /// The region's `IB_ACCESS_*` flags.
-    pub(crate) fn access(&self) -> i32 {
-        self.access.load(Relaxed)
+    /// The region's access flags.
+    pub(crate) fn access(&self) -> AccessFlags {
+        AccessFlags::from_raw(self.access.load(Relaxed))
     }
 
     /// `rereg_user_mr`, as the C driver does it: only a new PD or new access
@@ -349,28 +340,28 @@ impl RrxeMr {
         // become on-demand here (an on-demand region stays one, with or
         // without the flag, as in the C driver).
         let odp = matches!(mr.mapping, Mapping::Odp(_));
-        if args.access & !access::SUPPORTED_MR != 0
-            || (args.access & access::ON_DEMAND != 0 && !odp)
+        if !ACCESS_SUPPORTED_MR.contains_all(args.access)
+            || (args.access.contains(AccessFlag::OnDemand) && !odp)
         {
             return Err(eopnotsupp());
         }
         if let Mapping::Odp(umem) = &mr.mapping {
-            let write = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
-            if args.access & write != 0 && !umem.is_writable() {
+            let write = AccessFlag::LocalWrite | AccessFlag::RemoteWrite | AccessFlag::RemoteAtomic;
+            if args.access.contains_any(write) && !umem.is_writable() {
                 return Err(EACCES);
             }
-            if args.access & access::FLUSH_PERSISTENT != 0 {
+            if args.access.contains(AccessFlag::FlushPersistent) {
                 return Err(EINVAL);
             }
         }
         // As at registration (the C driver does not check again here: a
         // rereg could promise persistence of ordinary memory).
         if let Mapping::User(umem) = &mr.mapping {
-            if args.access & access::FLUSH_PERSISTENT != 0 && !umem.is_pmem() {
+            if args.access.contains(AccessFlag::FlushPersistent) && !umem.is_pmem() {
                 return Err(EINVAL);
             }
         }
-        mr.access.store(args.access, Relaxed);
+        mr.access.store(args.access.raw(), Relaxed);
         Ok(())
     }
 

@@ -32,6 +32,10 @@ use crate::{
         wqe::BindMw, //
     },
     rdma::{
+        access::{
+            AccessFlag,
+            AccessFlags, //
+        },
         device::Device,
         lock::SpinLockIrq,
         mr::Mr,
@@ -54,20 +58,17 @@ use super::{
         Need, //
     },
     mr::{
-        access,
-        Mapping, //
+        Mapping,
+        ACCESS_SUPPORTED_MR, //
     },
     param,
     verbs::Rrxe, //
 };
 
-/// `IB_ACCESS_ZERO_BASED`: a window addressed from 0, refused here as
-/// librxe refuses it (rxe binds it for type 2 only).
-const ZERO_BASED: i32 = 1 << 5;
-
 /// Access flags a window may grant (`RXE_ACCESS_SUPPORTED_MW` without
-/// zero-based addressing).
-const SUPPORTED_MW: i32 = access::SUPPORTED_MR;
+/// `IB_ZERO_BASED`: a window addressed from 0 is refused here as librxe
+/// refuses it; rxe binds it for type 2 only).
+const ACCESS_SUPPORTED_MW: AccessFlags = ACCESS_SUPPORTED_MR;
 
 /// Why a bind or an invalidation was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +82,8 @@ struct Binding {
     /// The current R_Key: the index never changes, each bind sets the key
     /// byte the consumer chose.
     key: u32,
-    /// `IB_ACCESS_*` flags the window grants.
-    access: i32,
+    /// Access flags the window grants.
+    access: AccessFlags,
     /// Start of the window, in the region's address space.
     addr: u64,
     /// Length of the window in bytes; 0: no access.
@@ -149,7 +150,7 @@ impl RrxeMw {
         let b = Binding {
             valid: ty == TYPE_1,
             key: rkey,
-            access: 0,
+            access: AccessFlags::empty(),
             addr: 0,
             length: 0,
             mr: None,
@@ -187,9 +188,8 @@ impl RrxeMw {
             return Err(MwError);
         }
         let ty = mw.mw_type();
-        // CAST: `IB_ACCESS_*` bits.
-        let acc = w.access as i32;
-        if acc & !SUPPORTED_MW != 0 || acc & ZERO_BASED != 0 {
+        let acc = AccessFlags::from_raw(w.access);
+        if !ACCESS_SUPPORTED_MW.contains_all(acc) || acc.contains(AccessFlag::ZeroBased) {
             return Err(MwError);
         }
         let mr = if w.length != 0 {
@@ -206,10 +206,11 @@ impl RrxeMw {
             let ma = mr.access();
             // C10-73, C10-74; and persistence only where the region
             // promises it (on persistent memory, see `RrxeMr::user`).
-            if ma & access::MW_BIND == 0
-                || (acc & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
-                    && ma & access::LOCAL_WRITE == 0)
-                || (acc & access::FLUSH_PERSISTENT != 0 && ma & access::FLUSH_PERSISTENT == 0)
+            if !ma.contains(AccessFlag::MwBind)
+                || (acc.contains_any(AccessFlag::RemoteWrite | AccessFlag::RemoteAtomic)
+                    && !ma.contains(AccessFlag::LocalWrite))
+                || (acc.contains(AccessFlag::FlushPersistent)
+                    && !ma.contains(AccessFlag::FlushPersistent))
             {
                 return Err(MwError);
             }
@@ -271,7 +272,7 @@ impl RrxeMw {
         }
         b.release_mr();
         b.valid = false;
-        b.access = 0;
+        b.access = AccessFlags::empty();
         b.addr = 0;
         b.length = 0;
         b.qp_uid = 0;

@@ -32,6 +32,7 @@
 use crate::{
     proto::access::range_within,
     rdma::{
+        access::AccessFlag,
         device::Device,
         eopnotsupp,
         mr::{
@@ -52,10 +53,7 @@ use kernel::{
 };
 
 use super::{
-    mr::{
-        access,
-        Mapping, //
-    },
+    mr::Mapping,
     verbs::Rrxe, //
 };
 
@@ -252,7 +250,10 @@ pub(crate) fn advise(
     };
     for sge in sges {
         let mr = dev.lookup_mr(sge.lkey >> 8).ok_or(EINVAL)?;
-        if mr.lkey() != sge.lkey || mr.pd_id() != pd_id || mr.access() & access::LOCAL_WRITE == 0 {
+        if mr.lkey() != sge.lkey
+            || mr.pd_id() != pd_id
+            || !mr.access().contains(AccessFlag::LocalWrite)
+        {
             return Err(EINVAL);
         }
         let Mapping::Odp(odp) = &mr.mapping else {

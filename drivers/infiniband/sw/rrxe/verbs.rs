@@ -6,6 +6,7 @@
 
 use crate::proto::pma;
 use crate::rdma::{
+    access::AccessFlags,
     ah::{
         Ah,
         AhAttr, //
@@ -303,7 +304,10 @@ impl Driver for Rrxe {
         cq.req_notify(flags)
     }
 
-    fn get_dma_mr(pd: &IbPd<Self>, access: i32) -> Result<(impl PinInit<RrxeMr, Error>, MrKeys)> {
+    fn get_dma_mr(
+        pd: &IbPd<Self>,
+        access: AccessFlags,
+    ) -> Result<(impl PinInit<RrxeMr, Error>, MrKeys)> {
         RrxeMr::dma(pd, access)
     }
 

@@ -8,6 +8,7 @@ use super::{
     Devices, //
 };
 use crate::rdma::{
+    access::AccessFlags,
     ah::{
         Ah,
         AhAttr, //
@@ -226,7 +227,7 @@ pub trait Driver: Sized + 'static {
     /// Creates a DMA memory region (all of memory, for kernel consumers).
     fn get_dma_mr(
         pd: &Pd<Self>,
-        access: i32,
+        access: AccessFlags,
     ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)>;
 
     /// Registers user memory.

@@ -5,7 +5,10 @@
 
 use crate::{
     bindings,
-    rdma::ah::Av, //
+    rdma::{
+        access::AccessFlags,
+        ah::Av, //
+    },
 };
 
 /// The QP types (`enum ib_qp_type`) a driver of this layer creates; it
@@ -297,11 +300,21 @@ impl QpAttr {
         self.0.clone_raw()
     }
 
+    /// `qp_access_flags`: the remote operations the responder accepts.
+    pub fn qp_access_flags(&self) -> AccessFlags {
+        // CAST: the C field is an `int` holding flag bits.
+        AccessFlags::from_raw(self.0.qp_access_flags as u32)
+    }
+
+    /// Sets `qp_access_flags`.
+    pub fn set_qp_access_flags(&mut self, v: AccessFlags) {
+        // CAST: as above, the bits back into the `int`.
+        self.0.qp_access_flags = v.raw() as i32;
+    }
+
     qp_attr_accessors! {
         /// `path_mtu` (`enum ib_mtu`).
         path_mtu, set_path_mtu: u32;
-        /// `qp_access_flags`.
-        qp_access_flags, set_qp_access_flags: i32;
         /// `port_num`.
         port_num, set_port_num: u32;
         /// `alt_port_num`.

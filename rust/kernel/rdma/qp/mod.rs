@@ -60,11 +60,14 @@ pub use attr::{
 };
 pub(crate) use wr::post_recv_list;
 pub use wr::{
+    flush,
     wr_opcode,
     AtomicArgs,
     RdmaArgs,
     RecvWr,
     RegArgs,
+    SendFlag,
+    SendFlags,
     SendWr,
     Sge,
     UdArgs, //

@@ -6,6 +6,7 @@
 use crate::{
     bindings,
     rdma::{
+        access::AccessFlags,
         ah::Ah,
         device::{
             Device,
@@ -70,8 +71,8 @@ pub struct RegArgs<'a, T: Driver> {
     pub mr: &'a Mr<T>,
     /// The new lkey and rkey.
     pub key: u32,
-    /// `IB_ACCESS_*` flags.
-    pub access: i32,
+    /// The registration's access flags.
+    pub access: AccessFlags,
     /// The region's I/O virtual address as the consumer left it after
     /// mapping (`ib_mr.iova`; consumers may rewrite it after
     /// `ib_map_mr_sg`).
@@ -107,6 +108,59 @@ pub struct SendWr<'a, T: Driver> {
     pub(super) datagram: bool,
     /// The QP's device.
     pub(super) dev: &'a Device<T>,
+}
+
+kernel::impl_flags!(
+    /// The `IB_SEND_*` flags of a send work request (`enum
+    /// ib_send_flags`); unknown bits are kept.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SendFlags(u32);
+
+    /// One send flag.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SendFlag {
+        /// `IB_SEND_FENCE`: wait for earlier RDMA READs and atomics to
+        /// complete.
+        // CAST: the C enum is signed (it has a negative reserved bit); these are small positive
+        // flags.
+        Fence = bindings::ib_send_flags_IB_SEND_FENCE as u32,
+        /// `IB_SEND_SIGNALED`: complete with a CQE whatever the QP's
+        /// `sq_sig_type`.
+        Signaled = bindings::ib_send_flags_IB_SEND_SIGNALED as u32,
+        /// `IB_SEND_SOLICITED`: set the BTH SE bit of the last packet.
+        Solicited = bindings::ib_send_flags_IB_SEND_SOLICITED as u32,
+        /// `IB_SEND_INLINE`: the data is copied into the WQE at posting.
+        Inline = bindings::ib_send_flags_IB_SEND_INLINE as u32,
+        /// `IB_SEND_IP_CSUM`: checksum offload.
+        IpCsum = bindings::ib_send_flags_IB_SEND_IP_CSUM as u32,
+    }
+);
+
+impl SendFlags {
+    /// The flags of the C value `v`, unknown bits included.
+    pub const fn from_raw(v: u32) -> Self {
+        Self(v)
+    }
+
+    /// The C value.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+}
+
+/// The placement types (`enum ib_placement_type`) and selectivity levels
+/// (`enum ib_selectivity_level`) of a FLUSH (IBTA Vol 1 Annex A19), as
+/// user space writes them into a FLUSH work request.
+pub mod flush {
+    use crate::bindings;
+    /// `IB_FLUSH_GLOBAL`: placement for global visibility.
+    pub const GLOBAL: u32 = bindings::ib_placement_type_IB_FLUSH_GLOBAL;
+    /// `IB_FLUSH_PERSISTENT`: placement for persistence.
+    pub const PERSISTENT: u32 = bindings::ib_placement_type_IB_FLUSH_PERSISTENT;
+    /// `IB_FLUSH_RANGE`: the RETH's range.
+    pub const RANGE: u32 = bindings::ib_selectivity_level_IB_FLUSH_RANGE;
+    /// `IB_FLUSH_MR`: the whole memory region.
+    pub const MR: u32 = bindings::ib_selectivity_level_IB_FLUSH_MR;
 }
 
 /// Work request opcodes (`enum ib_wr_opcode`).
@@ -181,9 +235,9 @@ impl<'a, T: Driver> SendWr<'a, T> {
     }
 
     /// `IB_SEND_*` flags.
-    pub fn send_flags(&self) -> u32 {
+    pub fn send_flags(&self) -> SendFlags {
         // CAST: the C field is an `int` holding flag bits.
-        self.wr.send_flags as u32
+        SendFlags::from_raw(self.wr.send_flags as u32)
     }
 
     /// Number of SGEs; `u32::MAX` for a negative count (a consumer bug that
@@ -326,7 +380,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
         Some(RegArgs {
             mr,
             key: c.key,
-            access: c.access,
+            // CAST: the C field is an `int` holding flag bits.
+            access: AccessFlags::from_raw(c.access as u32),
             iova,
             length,
         })
@@ -339,8 +394,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
     /// `EINVAL` if the WR is not inline, the data does not fit `dst`, or an
     /// SGE has a NULL address.
     pub fn copy_inline(&self, dst: &mut [u8]) -> Result<usize> {
-        // CAST: a small positive flag.
-        if self.send_flags() & bindings::ib_send_flags_IB_SEND_INLINE as u32 == 0 {
+        if !self.send_flags().contains(SendFlag::Inline) {
             return Err(EINVAL);
         }
         let mut total = 0usize;

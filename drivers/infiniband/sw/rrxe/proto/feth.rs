@@ -20,6 +20,15 @@ const PLT_MASK: u8 = 0x0f;
 const SEL_MASK: u8 = 0x30;
 const SEL_SHIFT: u8 = 4;
 
+/// PLT bit: placement for global visibility (`IB_FLUSH_GLOBAL`).
+pub const PLT_GLOBAL: u8 = 1 << 0;
+/// PLT bit: placement for persistence (`IB_FLUSH_PERSISTENT`).
+pub const PLT_PERSISTENT: u8 = 1 << 1;
+/// SEL: the RETH's range (`IB_FLUSH_RANGE`).
+pub const SEL_RANGE: u8 = 0;
+/// SEL: the whole memory region (`IB_FLUSH_MR`).
+pub const SEL_MR: u8 = 1;
+
 /// A decoded FETH. Reserved bits are ignored on parse and written as 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Feth {

@@ -30,7 +30,7 @@ use kernel::{
 };
 
 use crate::rrxe::{
-    mr::access,
+    mr::ACCESS_SUPPORTED_MR,
     tx::{
         self,
         Path, //
@@ -161,7 +161,7 @@ fn check_attrs(qp: &Qp<Rrxe>, new: &QpAttr, m: QpAttrMask) -> Result {
     }
     if m.contains(QpAttrBit::AccessFlags)
         && (!matches!(qp.qp_type(), QpType::Rc | QpType::Uc)
-            || new.qp_access_flags() & !access::SUPPORTED_MR != 0)
+            || !ACCESS_SUPPORTED_MR.contains_all(new.qp_access_flags()))
     {
         return Err(EINVAL);
     }

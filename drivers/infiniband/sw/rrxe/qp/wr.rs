@@ -25,6 +25,7 @@ use crate::{
         QpCap,
         QpType,
         RecvWr,
+        SendFlag,
         SendWr,
         Sge, //
     },
@@ -47,9 +48,10 @@ pub(crate) fn service_of(ty: QpType) -> Option<Service> {
     }
 }
 
-// The opcode table and the WQE codec number the opcodes as user space does
-// (rdma-core keeps `IBV_WR_*` and `IBV_WC_*` equal to the kernel's); the
-// kernel's own enums must agree, or kernel and user WQEs would differ.
+// The opcode table and the WQE codec number the opcodes and send flags as
+// user space does (rdma-core keeps `IBV_WR_*`, `IBV_WC_*` and the
+// `IBV_SEND_*` flags rxe reads equal to the kernel's); the kernel's own
+// enums must agree, or kernel and user WQEs would differ.
 const _: () = {
     use crate::rdma::{
         qp::wr_opcode as k,
@@ -92,6 +94,11 @@ const _: () = {
         (wc::REG_MR, kwc::REG_MR),
         (wc::RECV, kwc::RECV),
         (wc::RECV_RDMA_WITH_IMM, kwc::RECV_RDMA_WITH_IMM),
+        (wqe_abi::IB_SEND_FENCE, SendFlag::Fence as u32),
+        (wqe_abi::IB_SEND_SIGNALED, SendFlag::Signaled as u32),
+        (wqe_abi::IB_SEND_SOLICITED, SendFlag::Solicited as u32),
+        (wqe_abi::IB_SEND_INLINE, SendFlag::Inline as u32),
+        (wqe_abi::IB_SEND_IP_CSUM, SendFlag::IpCsum as u32),
     ];
     let mut i = 0;
     while i < same.len() {
@@ -140,14 +147,14 @@ pub(super) fn check_send_wr(
     } else {
         None
     };
-    let inline = wr.send_flags() & wqe_abi::IB_SEND_INLINE != 0;
+    let inline = wr.send_flags().contains(SendFlag::Inline);
     if inline && (!kind.inline || length > u64::from(cap.max_inline_data)) {
         return Err(EINVAL);
     }
     let mut w = SendWqe {
         wr_id: wr.wr_id(),
         opcode,
-        send_flags: wr.send_flags(),
+        send_flags: wr.send_flags().raw(),
         ..SendWqe::default()
     };
     match opcode {
@@ -184,8 +191,7 @@ pub(super) fn check_send_wr(
         w.reg = RegMr {
             mr_index: r.mr.index(),
             key: r.key,
-            // CAST: `IB_ACCESS_*` bits.
-            access: r.access as u32,
+            access: r.access.raw(),
             iova: r.iova,
             length: r.length,
         };

@@ -37,6 +37,10 @@ use crate::{
         },
     },
     rdma::{
+        access::{
+            AccessFlag,
+            AccessFlags, //
+        },
         qp::{
             Qp,
             QpState,
@@ -60,7 +64,6 @@ use crate::rrxe::{
         Need,
         Sges, //
     },
-    mr::access,
     odp::{
         self,
         OdpFault, //
@@ -448,7 +451,7 @@ pub(super) struct Request<'a, 'p> {
     last: bool,
     immediate: bool,
     /// The QP's `IB_ACCESS_REMOTE_*` grants.
-    qp_access: i32,
+    qp_access: AccessFlags,
 }
 
 impl<'a, 'p> Request<'a, 'p> {
@@ -697,7 +700,7 @@ pub(super) fn execute_write(
 ) -> Result<Executed, Refusal> {
     // As the C driver: an operation the QP does not grant is an invalid
     // request (REM_INV_REQ_ERR), not an access error.
-    if rq.qp_access & access::REMOTE_WRITE == 0 {
+    if !rq.qp_access.contains(AccessFlag::RemoteWrite) {
         return Err(INVALID);
     }
     // WRITE with immediate consumes a receive WQE: make sure one is there
@@ -745,7 +748,7 @@ pub(super) fn execute_write(
 /// An RDMA READ request: checked, then answered as a stream.
 fn execute_read(qp: &Qp<Rrxe>, st: &mut State, rq: &Request<'_, '_>) -> Result<Executed, Refusal> {
     let reth = rq.pkt.ext().reth.ok_or(INVALID)?;
-    if rq.qp_access & access::REMOTE_READ == 0 {
+    if !rq.qp_access.contains(AccessFlag::RemoteRead) {
         return Err(INVALID);
     }
     // On-demand memory is faulted in before the responses start (their
@@ -782,7 +785,7 @@ fn execute_atomic(
     // a valid one at a misaligned address an invalid request
     // (`mem::atomic` checks in that order, as rdma_rxe's check_rkey runs
     // before its atomic op).
-    if rq.qp_access & access::REMOTE_ATOMIC == 0 {
+    if !rq.qp_access.contains(AccessFlag::RemoteAtomic) {
         return Err(INVALID);
     }
     let compare_swap = rq.pkt.info().operation == Operation::CompareSwap;
@@ -814,7 +817,7 @@ fn execute_atomic_write(
     // request), the key and range remote write (else an access error);
     // then the payload must be exactly the 8 bytes the RETH names, at an
     // 8-byte aligned address (else an invalid request).
-    if rq.qp_access & access::REMOTE_WRITE == 0 {
+    if !rq.qp_access.contains(AccessFlag::RemoteWrite) {
         return Err(INVALID);
     }
     let (dev, pd_id) = (qp.device(), qp.pd_id());
@@ -849,7 +852,7 @@ fn execute_flush(qp: &Qp<Rrxe>, st: &mut State, rq: &Request<'_, '_>) -> Result<
     // the region selectivity skips the range check, and any but the range
     // one flushes the region.
     let need = mem::flush_access(feth.placement_type);
-    if rq.qp_access & need != need {
+    if !rq.qp_access.contains_all(need) {
         return Err(INVALID);
     }
     // C9-94, as for every RETH (rdma_rxe's check_length): a DMA length past
