@@ -271,6 +271,41 @@ PY
 }
 check "flush-then-destroy-event" flush_then_destroy
 
+# modify_qp's access flags: a bit of the optional range (20-29, here
+# RELAXED_ORDERING) is accepted and ignored, a bit above it (30) refused
+# with EINVAL, as rxe_qp_chk_attr (RXE_ACCESS_SUPPORTED_QP). rrxe took
+# every bit from 20 up as optional until bf6e3ec.
+qp_access_bits() {
+	timeout 60 python3 - "$IBDEV" <<'PY'
+import sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.cq import CQ
+from pyverbs.qp import QP, QPInitAttr, QPCap, QPAttr
+from pyverbs.pyverbs_error import PyverbsRDMAError
+import pyverbs.enums as e
+with Context(name=sys.argv[1]) as ctx:
+    pd = PD(ctx)
+    cq = CQ(ctx, 16)
+    got = {}
+    for bit in (20, 29, 30):
+        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(4, 4, 1, 1)))
+        a = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
+        a.pkey_index = 0
+        a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE | (1 << bit)
+        try:
+            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
+            got[bit] = 0
+        except PyverbsRDMAError as err:
+            got[bit] = err.error_code
+        qp.close()
+    print("access bit: errno", got)
+    if got != {20: 0, 29: 0, 30: 22}:
+        sys.exit("wanted {20: 0, 29: 0, 30: 22 (EINVAL)}")
+PY
+}
+check "qp-access-bits" qp_access_bits
+
 # After all users are gone only the kernel's own objects remain (the GSI QP
 # and the MAD agents' CQ/PD/MR): nothing leaked by the suites.
 res_no_user_objects() {

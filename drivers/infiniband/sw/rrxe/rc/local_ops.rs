@@ -11,10 +11,7 @@
 use crate::{
     proto::{
         packet::Packet,
-        wqe::{
-            self,
-            SendWqe, //
-        },
+        wqe::SendWqe,
         wr::{
             self,
             wc, //
@@ -113,7 +110,7 @@ pub(super) fn run_local_op(
     let m = WqeMeta {
         wr_id: w.wr_id,
         wc_opcode,
-        signaled: sq_sig_all || w.send_flags & wqe::IB_SEND_SIGNALED != 0,
+        signaled: sq_sig_all || w.is_signaled(),
         len: 0,
         first_psn: st.req.psn,
         last_psn: st.req.psn.sub(1),
