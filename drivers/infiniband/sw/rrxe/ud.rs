@@ -118,7 +118,7 @@ fn complete_send(
 }
 
 /// Sends every posted WQE: one packet each, completed once queued.
-pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State) {
     if st.attr.qp_state() == QpState::Sqd && st.attr.sq_draining() != 0 {
         // A UD WQE completes once its packet is queued: nothing is in
         // progress in SQD, so the send queue is drained at once.
@@ -157,7 +157,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             }
         }
         st.snap_index = Some(idx);
-        let Some((w, kind, signaled)) = checked_wqe(qp, st, sq_sig_all, max) else {
+        let Some((w, kind, signaled)) = checked_wqe(qp, st, max) else {
             continue;
         };
         if !send_datagram(qp, st, &w, kind, signaled) {
@@ -168,12 +168,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
 
 /// The snapshot's WQE, with its message kind and whether it is signaled,
 /// if UD can send it; otherwise it completes in error here.
-fn checked_wqe(
-    qp: &Qp<Rrxe>,
-    st: &mut State,
-    sq_sig_all: bool,
-    max: u32,
-) -> Option<(SendWqe, MessageKind, bool)> {
+fn checked_wqe(qp: &Qp<Rrxe>, st: &mut State, max: u32) -> Option<(SendWqe, MessageKind, bool)> {
     let Ok(w) = SendWqe::parse(&st.sq_snap) else {
         let wr_id = st
             .sq_snap
@@ -182,7 +177,7 @@ fn checked_wqe(
         complete_send(qp, st, wr_id, true, WcStatus::LocQpOpErr, 0, false);
         return None;
     };
-    let signaled = sq_sig_all || w.is_signaled();
+    let signaled = qp.sq_sig_all || w.is_signaled();
     let kind = match wr::info(w.opcode).and_then(|e| e.work_on(Service::Ud)) {
         Some(Work::Msg(kind)) => kind,
         _ => {

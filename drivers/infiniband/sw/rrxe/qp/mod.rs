@@ -189,7 +189,9 @@ pub(crate) struct RrxeQp {
     /// Identity no other QP of the device ever has (QPNs are reused): what
     /// a type 2 memory window is bound to.
     pub(crate) uid: u64,
-    sq_sig_all: bool,
+    /// `IB_SIGNAL_ALL_WR`: every send WQE completes with a CQE, signaled or
+    /// not (fixed at creation).
+    pub(crate) sq_sig_all: bool,
 }
 
 fn limits() -> Limits {
@@ -635,8 +637,8 @@ impl RrxeQp {
     /// Runs the requester of the QP's service.
     fn run_send(qp: &Qp<Rrxe>, st: &mut State) {
         match qp.qp_type() {
-            QpType::Rc | QpType::Uc => rc::run_requester(qp, st, qp.sq_sig_all),
-            QpType::Ud | QpType::Gsi => ud::run_requester(qp, st, qp.sq_sig_all),
+            QpType::Rc | QpType::Uc => rc::run_requester(qp, st),
+            QpType::Ud | QpType::Gsi => ud::run_requester(qp, st),
             QpType::Smi => {}
         }
     }
@@ -690,7 +692,7 @@ impl RrxeQp {
                         if pkt.info().is_request() {
                             taken = rc::on_request(qp, &mut st, pkt);
                         } else {
-                            rc::on_ack(qp, &mut st, pkt, qp.sq_sig_all);
+                            rc::on_ack(qp, &mut st, pkt);
                         }
                     }
                     _ => {}
@@ -713,7 +715,7 @@ impl RrxeQp {
         Self::prepare_tx(qp);
         {
             let mut st = qp.state.lock();
-            rc::on_timer(qp, &mut st, t, qp.sq_sig_all);
+            rc::on_timer(qp, &mut st, t);
         }
         tx::send_queued(qp);
         // Retries exhausted move the QP to ERR.

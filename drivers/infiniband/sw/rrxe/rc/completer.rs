@@ -163,14 +163,14 @@ fn qp_timer(t: ack::Timer) -> QpTimer {
 }
 
 /// Runs the requester if the rule asked for it.
-fn then(qp: &Qp<Rrxe>, st: &mut State, then: Then, sq_sig_all: bool) {
+fn then(qp: &Qp<Rrxe>, st: &mut State, then: Then) {
     if then == Then::RunRequester {
-        run_requester(qp, st, sq_sig_all);
+        run_requester(qp, st);
     }
 }
 
 /// Completer: an acknowledge (ACK, RNR NAK or NAK) arrived.
-pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
+pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let state = st.attr.qp_state();
     if !matches!(state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
         return;
@@ -179,8 +179,8 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
     // completer task (`RXE_CNT_SENDER_SCHED`): every response received.
     qp_counts(qp).inc(Counter::AckDeferred);
     match pkt.info().operation {
-        Operation::RdmaReadResponse => return on_read_response(qp, st, pkt, sq_sig_all),
-        Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt, sq_sig_all),
+        Operation::RdmaReadResponse => return on_read_response(qp, st, pkt),
+        Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt),
         Operation::Acknowledge => {}
         _ => return,
     }
@@ -195,19 +195,19 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all
         pkt.bth().psn,
         syndrome,
     );
-    then(qp, st, next, sq_sig_all);
+    then(qp, st, next);
 }
 
 /// Completer: a READ response packet arrived.
-fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
+fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let psn = pkt.bth().psn;
     if let ack::Response::Skip(next) = ack::read_response(&mut Completer::new(qp, st, 0), psn) {
-        return then(qp, st, next, sq_sig_all);
+        return then(qp, st, next);
     }
     let idx = st.sq.consumer();
     let m = meta(st, idx);
     if m.empty_read_response && sq_before(st, idx, st.req.started_end) {
-        return on_empty_read_response(qp, st, pkt, m, sq_sig_all);
+        return on_empty_read_response(qp, st, pkt, m);
     }
     if !sq_before(st, idx, st.req.started_end)
         || !m.rd_atomic
@@ -232,19 +232,13 @@ fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all:
         complete_head(qp, st, WcStatus::Success);
         st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
     }
-    response_placed(qp, st, psn, sq_sig_all);
+    response_placed(qp, st, psn);
 }
 
 /// Completer: the READ response that answers the oldest WQE `m`, an ATOMIC
 /// WRITE or a FLUSH: one RDMA READ RESPONSE ONLY at the request's PSN, with
 /// an AETH and no data.
-fn on_empty_read_response(
-    qp: &Qp<Rrxe>,
-    st: &mut State,
-    pkt: &Packet<'_>,
-    m: WqeMeta,
-    sq_sig_all: bool,
-) {
+fn on_empty_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, m: WqeMeta) {
     let psn = pkt.bth().psn;
     let acked = matches!(
         pkt.ext().aeth.map(|a| a.syndrome()),
@@ -255,7 +249,7 @@ fn on_empty_read_response(
     }
     complete_head(qp, st, WcStatus::Success);
     st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    response_placed(qp, st, psn, sq_sig_all);
+    response_placed(qp, st, psn);
 }
 
 /// Places `data` at byte `offset` of the local SGE list of the oldest send
@@ -298,20 +292,20 @@ fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[
 
 /// A response up to `psn` was placed and its WQE, if it was the last
 /// response, completed: the window moves on.
-fn response_placed(qp: &Qp<Rrxe>, st: &mut State, psn: Psn, sq_sig_all: bool) {
+fn response_placed(qp: &Qp<Rrxe>, st: &mut State, psn: Psn) {
     let next = ack::response_placed(&mut Completer::new(qp, st, 0), psn);
-    then(qp, st, next, sq_sig_all);
+    then(qp, st, next);
 }
 
 /// Completer: an atomic acknowledge arrived, carrying the original value
 /// of the remote word; it goes to the WQE's local buffer, in host order.
-fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bool) {
+fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let psn = pkt.bth().psn;
     let Some(AtomicAckEth { orig }) = pkt.ext().atmack else {
         return;
     };
     if let ack::Response::Skip(next) = ack::atomic_ack(&mut Completer::new(qp, st, 0), psn) {
-        return then(qp, st, next, sq_sig_all);
+        return then(qp, st, next);
     }
     let idx = st.sq.consumer();
     let m = meta(st, idx);
@@ -323,11 +317,11 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, sq_sig_all: bo
     }
     complete_head(qp, st, WcStatus::Success);
     st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    response_placed(qp, st, psn, sq_sig_all);
+    response_placed(qp, st, psn);
 }
 
 /// A timer of the QP fired.
-pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bool) {
+pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer) {
     // In SQD the messages in progress still retransmit.
     if !matches!(st.attr.qp_state(), QpState::Rts | QpState::Sqd) {
         return;
@@ -337,5 +331,5 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer, sq_sig_all: bo
         QpTimer::Retransmit => ack::Timer::Retransmit,
     };
     let next = ack::timer_fired(&mut Completer::new(qp, st, 0), timer);
-    then(qp, st, next, sq_sig_all);
+    then(qp, st, next);
 }

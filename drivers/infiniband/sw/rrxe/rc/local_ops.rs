@@ -73,13 +73,7 @@ pub(super) fn complete_local_ops(qp: &Qp<Rrxe>, st: &mut State) -> bool {
 /// signaled), or when refused with `IB_WC_LOC_QP_OP_ERR` (BIND_MW:
 /// `IB_WC_MW_BIND_ERR`). REG_MR names a region by key index, which only
 /// kernel WQEs may do. A retransmission never runs one twice.
-pub(super) fn run_local_op(
-    qp: &Qp<Rrxe>,
-    st: &mut State,
-    idx: u32,
-    w: &SendWqe,
-    sq_sig_all: bool,
-) -> bool {
+pub(super) fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe) -> bool {
     if sq_before(st, idx, st.req.started_end) {
         // Executed before the requester was rewound: skip it, unless it
         // failed (nothing after it runs).
@@ -110,7 +104,7 @@ pub(super) fn run_local_op(
     let m = WqeMeta {
         wr_id: w.wr_id,
         wc_opcode,
-        signaled: sq_sig_all || w.is_signaled(),
+        signaled: qp.sq_sig_all || w.is_signaled(),
         len: 0,
         first_psn: st.req.psn,
         last_psn: st.req.psn.sub(1),

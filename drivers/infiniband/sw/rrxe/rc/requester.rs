@@ -263,8 +263,8 @@ fn send_flush_request(qp: &Qp<Rrxe>, st: &mut State, w: &SendWqe) -> bool {
 }
 
 /// Sends what the send queue and the window allow.
-pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
-    send_requests(qp, st, sq_sig_all);
+pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State) {
+    send_requests(qp, st);
     check_sq_drained(qp, st);
 }
 
@@ -301,7 +301,7 @@ struct Current {
 /// The requester: sends the packets of the WQEs at `req.next` while the
 /// window, the transmit credit and `max_rd_atomic` allow. In SQD it only
 /// finishes (or sends again) the messages already started.
-fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
+fn send_requests(qp: &Qp<Rrxe>, st: &mut State) {
     let draining = match st.attr.qp_state() {
         QpState::Rts => false,
         QpState::Sqd => true,
@@ -344,12 +344,12 @@ fn send_requests(qp: &Qp<Rrxe>, st: &mut State, sq_sig_all: bool) {
             break;
         };
         if work == Work::Local {
-            if run_local_op(qp, st, idx, &w, sq_sig_all) {
+            if run_local_op(qp, st, idx, &w) {
                 continue;
             }
             break;
         }
-        let Some(cur) = start_wqe(qp, st, idx, w, work, wc_opcode, sq_sig_all) else {
+        let Some(cur) = start_wqe(qp, st, idx, w, work, wc_opcode) else {
             break;
         };
         let sent = match work {
@@ -420,7 +420,6 @@ fn start_wqe(
     w: SendWqe,
     work: Work,
     wc_opcode: u32,
-    sq_sig_all: bool,
 ) -> Option<Current> {
     let atomic = work == Work::Atomic;
     let empty_read_response = matches!(work, Work::AtomicWrite | Work::Flush);
@@ -455,7 +454,7 @@ fn start_wqe(
             let m = WqeMeta {
                 wr_id: w.wr_id,
                 wc_opcode,
-                signaled: sq_sig_all || w.is_signaled(),
+                signaled: qp.sq_sig_all || w.is_signaled(),
                 len: w.length,
                 first_psn: st.req.psn,
                 last_psn: st.req.psn.add(count - 1),
