@@ -33,97 +33,103 @@ use super::{
     complete_head,
     fail_head,
     meta,
+    requester::Requester,
     sq_before,
     Rrxe,
-    State,
     WqeMeta, //
 };
 
-/// Completes the executed local operations at the head of the send queue,
-/// in order (everything before them has completed); a failed one completes
-/// in error and moves the QP to ERR. `false` if the QP is in ERR now.
-pub(super) fn complete_local_ops(qp: &Qp<Rrxe>, st: &mut State) -> bool {
-    while sq_before(st, st.sq.consumer(), st.req.started_end) {
-        let m = meta(st, st.sq.consumer());
-        if !m.local {
-            break;
+impl Requester<'_> {
+    /// Completes the executed local operations at the head of the send queue,
+    /// in order (everything before them has completed); a failed one completes
+    /// in error and moves the QP to ERR. `false` if the QP is in ERR now.
+    pub(super) fn complete_local_ops(&mut self) -> bool {
+        while sq_before(self.st, self.st.sq.consumer(), self.st.req.started_end) {
+            let m = meta(self.st, self.st.sq.consumer());
+            if !m.local {
+                break;
+            }
+            if m.failed {
+                let status = if m.wc_opcode == wc::BIND_MW {
+                    WcStatus::MwBindErr
+                } else {
+                    WcStatus::LocQpOpErr
+                };
+                fail_head(self.qp, self.st, status);
+                return false;
+            }
+            complete_head(self.qp, self.st, WcStatus::Success);
         }
-        if m.failed {
-            let status = if m.wc_opcode == wc::BIND_MW {
-                WcStatus::MwBindErr
-            } else {
-                WcStatus::LocQpOpErr
-            };
-            fail_head(qp, st, status);
-            return false;
-        }
-        complete_head(qp, st, WcStatus::Success);
+        true
     }
-    true
-}
 
-/// Executes the local operation `w` at send queue index `idx` (at
-/// `req.next`), as `rxe_do_local_ops`; `true` if the requester may go on
-/// with the next WQE.
-///
-/// LOCAL_INV first waits until every earlier WQE has completed (the C
-/// driver makes the local invalidate fence of §10.6.5.1 mandatory);
-/// REG_MR and BIND_MW run at once. Each completes once it is the oldest
-/// WQE, with `IB_WC_REG_MR` / `IB_WC_LOCAL_INV` / `IB_WC_BIND_MW` (if
-/// signaled), or when refused with `IB_WC_LOC_QP_OP_ERR` (BIND_MW:
-/// `IB_WC_MW_BIND_ERR`). REG_MR names a region by key index, which only
-/// kernel WQEs may do. A retransmission never runs one twice.
-pub(super) fn run_local_op(qp: &Qp<Rrxe>, st: &mut State, idx: u32, w: &SendWqe) -> bool {
-    if sq_before(st, idx, st.req.started_end) {
-        // Executed before the requester was rewound: skip it, unless it
-        // failed (nothing after it runs).
-        if meta(st, idx).failed {
+    /// Executes the local operation `w` at send queue index `idx` (at
+    /// `req.next`), as `rxe_do_local_ops`; `true` if the requester may go on
+    /// with the next WQE.
+    ///
+    /// LOCAL_INV first waits until every earlier WQE has completed (the C
+    /// driver makes the local invalidate fence of §10.6.5.1 mandatory);
+    /// REG_MR and BIND_MW run at once. Each completes once it is the oldest
+    /// WQE, with `IB_WC_REG_MR` / `IB_WC_LOCAL_INV` / `IB_WC_BIND_MW` (if
+    /// signaled), or when refused with `IB_WC_LOC_QP_OP_ERR` (BIND_MW:
+    /// `IB_WC_MW_BIND_ERR`). REG_MR names a region by key index, which only
+    /// kernel WQEs may do. A retransmission never runs one twice.
+    pub(super) fn run_local_op(&mut self, idx: u32, w: &SendWqe) -> bool {
+        if sq_before(self.st, idx, self.st.req.started_end) {
+            // Executed before the requester was rewound: skip it, unless it
+            // failed (nothing after it runs).
+            if meta(self.st, idx).failed {
+                return false;
+            }
+            self.st.req.next = self.st.sq.geo.next(idx);
+            self.st.req.offset = 0;
+            return true;
+        }
+        if w.opcode == wr::IB_WR_LOCAL_INV && idx != self.st.sq.consumer() {
             return false;
         }
-        st.req.next = st.sq.geo.next(idx);
-        st.req.offset = 0;
-        return true;
+        let dev = self.qp.device();
+        let pd_id = self.qp.pd_id();
+        let (result, wc_opcode) = if w.opcode == wr::IB_WR_LOCAL_INV {
+            (
+                invalidate_key(self.qp, w.invalidate_rkey, None),
+                wc::LOCAL_INV,
+            )
+        } else if w.opcode == wr::IB_WR_BIND_MW {
+            let r = RrxeMw::bind(dev, pd_id, self.qp.uid, &w.mw)
+                .map_err(|_| crate::rrxe::mr::LocalOpError);
+            (r, wc::BIND_MW)
+        } else if self.qp.is_user() {
+            (Err(crate::rrxe::mr::LocalOpError), wc::REG_MR)
+        } else {
+            (RrxeMr::register(dev, pd_id, &w.reg), wc::REG_MR)
+        };
+        // No PSN of its own: an empty range after the packets sent so far, so
+        // that acknowledges retire it in order and no retransmission lands in it.
+        let m = WqeMeta {
+            wr_id: w.wr_id,
+            wc_opcode,
+            signaled: self.qp.sq_sig_all || w.is_signaled(),
+            len: 0,
+            first_psn: self.st.req.psn,
+            last_psn: self.st.req.psn.sub(1),
+            local: true,
+            failed: result.is_err(),
+            ..WqeMeta::default()
+        };
+        match self.st.sq_meta.get_mut(idx as usize) {
+            Some(slot) => *slot = m,
+            None => return false,
+        }
+        self.st.req.started_end = self.st.sq.geo.next(idx);
+        if m.failed {
+            self.complete_local_ops();
+            return false;
+        }
+        self.st.req.next = self.st.req.started_end;
+        self.st.req.offset = 0;
+        self.complete_local_ops()
     }
-    if w.opcode == wr::IB_WR_LOCAL_INV && idx != st.sq.consumer() {
-        return false;
-    }
-    let dev = qp.device();
-    let pd_id = qp.pd_id();
-    let (result, wc_opcode) = if w.opcode == wr::IB_WR_LOCAL_INV {
-        (invalidate_key(qp, w.invalidate_rkey, None), wc::LOCAL_INV)
-    } else if w.opcode == wr::IB_WR_BIND_MW {
-        let r = RrxeMw::bind(dev, pd_id, qp.uid, &w.mw).map_err(|_| crate::rrxe::mr::LocalOpError);
-        (r, wc::BIND_MW)
-    } else if qp.is_user() {
-        (Err(crate::rrxe::mr::LocalOpError), wc::REG_MR)
-    } else {
-        (RrxeMr::register(dev, pd_id, &w.reg), wc::REG_MR)
-    };
-    // No PSN of its own: an empty range after the packets sent so far, so
-    // that acknowledges retire it in order and no retransmission lands in it.
-    let m = WqeMeta {
-        wr_id: w.wr_id,
-        wc_opcode,
-        signaled: qp.sq_sig_all || w.is_signaled(),
-        len: 0,
-        first_psn: st.req.psn,
-        last_psn: st.req.psn.sub(1),
-        local: true,
-        failed: result.is_err(),
-        ..WqeMeta::default()
-    };
-    match st.sq_meta.get_mut(idx as usize) {
-        Some(slot) => *slot = m,
-        None => return false,
-    }
-    st.req.started_end = st.sq.geo.next(idx);
-    if m.failed {
-        complete_local_ops(qp, st);
-        return false;
-    }
-    st.req.next = st.req.started_end;
-    st.req.offset = 0;
-    complete_local_ops(qp, st)
 }
 
 /// The R_Key a SEND with invalidate's last packet names, invalidated for

@@ -122,7 +122,8 @@ pub(crate) struct WqeMeta {
     /// data.
     empty_read_response: bool,
     /// A local operation (REG_MR, LOCAL_INV), executed when started; it
-    /// completes once it is the oldest WQE ([`local_ops::complete_local_ops`]).
+    /// completes once it is the oldest WQE
+    /// ([`requester::Requester::complete_local_ops`]).
     local: bool,
     /// The local operation failed: it completes in error, which moves the
     /// QP to ERR, and the requester goes no further.
