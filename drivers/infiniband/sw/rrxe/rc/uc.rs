@@ -5,20 +5,17 @@
 //! UC responder: as RC's, without acknowledges, duplicates or READs; a
 //! lost or bad packet drops the message in progress (IBTA Vol 1 §9.8.4).
 
-use crate::{
-    proto::{
-        opcode::{
-            Operation,
-            Transport, //
-        },
-        packet::Packet,
-        psn::Psn,
-        rc::{
-            self,
-            InProgress, //
-        },
+use crate::proto::{
+    opcode::{
+        Operation,
+        Transport, //
     },
-    rdma::qp::Qp, //
+    packet::Packet,
+    psn::Psn,
+    rc::{
+        self,
+        InProgress, //
+    },
 };
 
 use crate::rrxe::odp;
@@ -26,86 +23,84 @@ use crate::rrxe::odp;
 use super::{
     accept_payload_len,
     responder::{
-        complete_recv,
-        execute_send,
-        execute_write,
         Handled,
         Refusal,
-        Request, //
+        Request,
+        Responder, //
     },
-    wc,
-    Rrxe,
-    State, //
+    wc, //
 };
 use crate::proto::wr::wc as wc_op;
 
-/// UC responder: drops the message in progress (a packet was lost or
-/// bad); its receive WQE, if any, stays for the next message.
-fn uc_drop(st: &mut State, psn: Psn) -> Handled {
-    st.resp.op = InProgress::None;
-    if let Some(r) = &mut st.resp.recv {
-        r.offset = 0;
-    }
-    st.resp.epsn = psn.next();
-    Handled::Done
-}
-
-/// UC responder (IBTA Vol 1 §9.8.3): no acknowledges; a lost or bad
-/// packet drops its message, never the QP. SEND and WRITE run the RC
-/// responder's stages; what RC would NAK is dropped here, and a receive
-/// WQE whose data could not be placed completes in error.
-pub(super) fn on_uc_request(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) -> Handled {
-    let info = pkt.info();
-    if info.transport != Transport::Uc {
-        return Handled::Done;
-    }
-    let psn = pkt.bth().psn;
-    // The C driver counts no `out_of_seq_request` on UC: nothing is NAKed.
-    if psn != st.resp.epsn {
-        st.resp.op = InProgress::None;
-        if let Some(r) = &mut st.resp.recv {
+impl Responder<'_> {
+    /// UC responder: drops the message in progress (a packet was lost or
+    /// bad); its receive WQE, if any, stays for the next message.
+    fn uc_drop(&mut self, psn: Psn) -> Handled {
+        self.st.resp.op = InProgress::None;
+        if let Some(r) = &mut self.st.resp.recv {
             r.offset = 0;
         }
-        if !info.position.is_first() {
-            return uc_drop(st, psn);
-        }
+        self.st.resp.epsn = psn.next();
+        Handled::Done
     }
-    let Ok(next_op) = rc::check_op_sequence(st.resp.op, info) else {
-        return uc_drop(st, psn);
-    };
-    let payload = pkt.payload();
-    let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    if !accept_payload_len(st, info.position, plen) {
-        return uc_drop(st, psn);
-    }
-    let rq = Request::new(pkt, st);
-    let executed = match info.operation {
-        Operation::Send => execute_send(qp, st, &rq),
-        Operation::RdmaWrite => execute_write(qp, st, &rq),
-        _ => return uc_drop(st, psn),
-    };
-    match executed {
-        Ok(_) => {
-            st.resp.op = next_op;
-            st.resp.epsn = psn.next();
-            Handled::Done
+
+    /// UC responder (IBTA Vol 1 §9.8.3): no acknowledges; a lost or bad
+    /// packet drops its message, never the QP. SEND and WRITE run the RC
+    /// responder's stages; what RC would NAK is dropped here, and a receive
+    /// WQE whose data could not be placed completes in error.
+    pub(super) fn on_uc_request(&mut self, pkt: &Packet<'_>) -> Handled {
+        let info = pkt.info();
+        if info.transport != Transport::Uc {
+            return Handled::Done;
         }
-        Err(Refusal::Fault(f, _)) => {
-            // The packet waits for its memory, as on RC; memory that
-            // cannot be faulted in loses the message (a receive WQE stays
-            // for the next one).
-            if odp::request(qp, &mut st.odp, f) {
-                st.odp.responder_waits = true;
-                return Handled::Wait;
+        let psn = pkt.bth().psn;
+        // The C driver counts no `out_of_seq_request` on UC: nothing is NAKed.
+        if psn != self.st.resp.epsn {
+            self.st.resp.op = InProgress::None;
+            if let Some(r) = &mut self.st.resp.recv {
+                r.offset = 0;
             }
-            uc_drop(st, psn)
+            if !info.position.is_first() {
+                return self.uc_drop(psn);
+            }
         }
-        Err(refusal) => {
-            if let (Refusal::Nak(_, Some(status)), Some(r)) = (refusal, st.resp.recv) {
-                let w = wc(qp, r.wr_id, status, wc_op::RECV, 0);
-                complete_recv(qp, st, w, false);
+        let Ok(next_op) = rc::check_op_sequence(self.st.resp.op, info) else {
+            return self.uc_drop(psn);
+        };
+        let payload = pkt.payload();
+        let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        if !accept_payload_len(self.st, info.position, plen) {
+            return self.uc_drop(psn);
+        }
+        let rq = Request::new(pkt, self.st);
+        let executed = match info.operation {
+            Operation::Send => self.execute_send(&rq),
+            Operation::RdmaWrite => self.execute_write(&rq),
+            _ => return self.uc_drop(psn),
+        };
+        match executed {
+            Ok(_) => {
+                self.st.resp.op = next_op;
+                self.st.resp.epsn = psn.next();
+                Handled::Done
             }
-            uc_drop(st, psn)
+            Err(Refusal::Fault(f, _)) => {
+                // The packet waits for its memory, as on RC; memory that
+                // cannot be faulted in loses the message (a receive WQE stays
+                // for the next one).
+                if odp::request(self.qp, &mut self.st.odp, f) {
+                    self.st.odp.responder_waits = true;
+                    return Handled::Wait;
+                }
+                self.uc_drop(psn)
+            }
+            Err(refusal) => {
+                if let (Refusal::Nak(_, Some(status)), Some(r)) = (refusal, self.st.resp.recv) {
+                    let w = wc(self.qp, r.wr_id, status, wc_op::RECV, 0);
+                    self.complete_recv(w, false);
+                }
+                self.uc_drop(psn)
+            }
         }
     }
 }
