@@ -162,13 +162,6 @@ fn qp_timer(t: ack::Timer) -> QpTimer {
     }
 }
 
-/// Runs the requester if the rule asked for it.
-fn then(qp: &Qp<Rrxe>, st: &mut State, then: Then) {
-    if then == Then::RunRequester {
-        run_requester(qp, st);
-    }
-}
-
 /// Completer: an acknowledge (ACK, RNR NAK or NAK) arrived.
 pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let state = st.attr.qp_state();
@@ -179,8 +172,8 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     // completer task (`RXE_CNT_SENDER_SCHED`): every response received.
     qp_counts(qp).inc(Counter::AckDeferred);
     match pkt.info().operation {
-        Operation::RdmaReadResponse => return on_read_response(qp, st, pkt),
-        Operation::AtomicAcknowledge => return on_atomic_ack(qp, st, pkt),
+        Operation::RdmaReadResponse => return Completer::new(qp, st, 0).on_read_response(pkt),
+        Operation::AtomicAcknowledge => return Completer::new(qp, st, 0).on_atomic_ack(pkt),
         Operation::Acknowledge => {}
         _ => return,
     }
@@ -190,134 +183,9 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     let Ok(syndrome) = aeth.syndrome() else {
         return;
     };
-    let next = ack::acknowledge(
-        &mut Completer::new(qp, st, aeth.syndrome),
-        pkt.bth().psn,
-        syndrome,
-    );
-    then(qp, st, next);
-}
-
-/// Completer: a READ response packet arrived.
-fn on_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
-    let psn = pkt.bth().psn;
-    if let ack::Response::Skip(next) = ack::read_response(&mut Completer::new(qp, st, 0), psn) {
-        return then(qp, st, next);
-    }
-    let idx = st.sq.consumer();
-    let m = meta(st, idx);
-    if m.empty_read_response && sq_before(st, idx, st.req.started_end) {
-        return on_empty_read_response(qp, st, pkt, m);
-    }
-    if !sq_before(st, idx, st.req.started_end)
-        || !m.rd_atomic
-        || m.atomic
-        || psn.before(m.first_psn)
-        || psn.after(m.last_psn)
-    {
-        return;
-    }
-    // The responder answers at the MTU the READ was sent with.
-    let mtu = m.mtu.bytes();
-    let offset = m.first_psn.distance_to(psn).saturating_mul(mtu);
-    let expect = m.len.saturating_sub(offset).min(mtu);
-    let payload = pkt.payload();
-    if payload.len() != expect as usize {
-        return;
-    }
-    if !place_response(qp, st, idx, offset, payload) {
-        return;
-    }
-    if psn == m.last_psn {
-        complete_head(qp, st, WcStatus::Success);
-        st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    }
-    response_placed(qp, st, psn);
-}
-
-/// Completer: the READ response that answers the oldest WQE `m`, an ATOMIC
-/// WRITE or a FLUSH: one RDMA READ RESPONSE ONLY at the request's PSN, with
-/// an AETH and no data.
-fn on_empty_read_response(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>, m: WqeMeta) {
-    let psn = pkt.bth().psn;
-    let acked = matches!(
-        pkt.ext().aeth.map(|a| a.syndrome()),
-        Some(Ok(Syndrome::Ack { .. }))
-    );
-    if psn != m.first_psn || !pkt.payload().is_empty() || !acked {
-        return;
-    }
-    complete_head(qp, st, WcStatus::Success);
-    st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    response_placed(qp, st, psn);
-}
-
-/// Places `data` at byte `offset` of the local SGE list of the oldest send
-/// WQE `idx` (READ response data, an atomic's original value); on a bad
-/// WQE or SGE list the WQE completes in error (QP to ERR). `false` if
-/// nothing was placed.
-fn place_response(qp: &Qp<Rrxe>, st: &mut State, idx: u32, offset: u32, data: &[u8]) -> bool {
-    if st.snap_index != Some(idx) {
-        let State { sq, sq_snap, .. } = &mut *st;
-        if sq.read_slot(idx, sq_snap).is_err() {
-            return false;
-        }
-        st.snap_index = Some(idx);
-    }
-    let Ok(w) = SendWqe::parse(&st.sq_snap) else {
-        fail_head(qp, st, WcStatus::LocQpOpErr);
-        return false;
-    };
-    if let Err(e) = mem::scatter(
-        qp.device(),
-        qp.pd_id(),
-        mem::Sges::Send(&st.sq_snap),
-        w.num_sge,
-        offset,
-        data,
-    ) {
-        // On-demand memory not mapped (the requester checked it before the
-        // request, a page went since): the response is dropped, and the
-        // retransmission asks again once it is faulted in.
-        if let MemError::Fault(f) = e {
-            if odp::request(qp, &mut st.odp, f) {
-                return false;
-            }
-        }
-        fail_head(qp, st, e.local_status());
-        return false;
-    }
-    true
-}
-
-/// A response up to `psn` was placed and its WQE, if it was the last
-/// response, completed: the window moves on.
-fn response_placed(qp: &Qp<Rrxe>, st: &mut State, psn: Psn) {
-    let next = ack::response_placed(&mut Completer::new(qp, st, 0), psn);
-    then(qp, st, next);
-}
-
-/// Completer: an atomic acknowledge arrived, carrying the original value
-/// of the remote word; it goes to the WQE's local buffer, in host order.
-fn on_atomic_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
-    let psn = pkt.bth().psn;
-    let Some(AtomicAckEth { orig }) = pkt.ext().atmack else {
-        return;
-    };
-    if let ack::Response::Skip(next) = ack::atomic_ack(&mut Completer::new(qp, st, 0), psn) {
-        return then(qp, st, next);
-    }
-    let idx = st.sq.consumer();
-    let m = meta(st, idx);
-    if !sq_before(st, idx, st.req.started_end) || !m.atomic || m.first_psn != psn {
-        return;
-    }
-    if !place_response(qp, st, idx, 0, &orig.to_ne_bytes()) {
-        return;
-    }
-    complete_head(qp, st, WcStatus::Success);
-    st.req.reads_in_flight = st.req.reads_in_flight.saturating_sub(1);
-    response_placed(qp, st, psn);
+    let mut c = Completer::new(qp, st, aeth.syndrome);
+    let next = ack::acknowledge(&mut c, pkt.bth().psn, syndrome);
+    c.then(next);
 }
 
 /// A timer of the QP fired.
@@ -330,6 +198,138 @@ pub(crate) fn on_timer(qp: &Qp<Rrxe>, st: &mut State, t: QpTimer) {
         QpTimer::Rnr => ack::Timer::Rnr,
         QpTimer::Retransmit => ack::Timer::Retransmit,
     };
-    let next = ack::timer_fired(&mut Completer::new(qp, st, 0), timer);
-    then(qp, st, next);
+    let mut c = Completer::new(qp, st, 0);
+    let next = ack::timer_fired(&mut c, timer);
+    c.then(next);
+}
+
+impl Completer<'_> {
+    /// Runs the requester if the rule asked for it.
+    fn then(&mut self, then: Then) {
+        if then == Then::RunRequester {
+            run_requester(self.qp, self.st);
+        }
+    }
+
+    /// Completer: a READ response packet arrived.
+    fn on_read_response(&mut self, pkt: &Packet<'_>) {
+        let psn = pkt.bth().psn;
+        if let ack::Response::Skip(next) = ack::read_response(self, psn) {
+            return self.then(next);
+        }
+        let idx = self.st.sq.consumer();
+        let m = meta(self.st, idx);
+        if m.empty_read_response && sq_before(self.st, idx, self.st.req.started_end) {
+            return self.on_empty_read_response(pkt, m);
+        }
+        if !sq_before(self.st, idx, self.st.req.started_end)
+            || !m.rd_atomic
+            || m.atomic
+            || psn.before(m.first_psn)
+            || psn.after(m.last_psn)
+        {
+            return;
+        }
+        // The responder answers at the MTU the READ was sent with.
+        let mtu = m.mtu.bytes();
+        let offset = m.first_psn.distance_to(psn).saturating_mul(mtu);
+        let expect = m.len.saturating_sub(offset).min(mtu);
+        let payload = pkt.payload();
+        if payload.len() != expect as usize {
+            return;
+        }
+        if !self.place_response(idx, offset, payload) {
+            return;
+        }
+        if psn == m.last_psn {
+            complete_head(self.qp, self.st, WcStatus::Success);
+            self.st.req.reads_in_flight = self.st.req.reads_in_flight.saturating_sub(1);
+        }
+        self.response_placed(psn);
+    }
+
+    /// Completer: the READ response that answers the oldest WQE `m`, an ATOMIC
+    /// WRITE or a FLUSH: one RDMA READ RESPONSE ONLY at the request's PSN, with
+    /// an AETH and no data.
+    fn on_empty_read_response(&mut self, pkt: &Packet<'_>, m: WqeMeta) {
+        let psn = pkt.bth().psn;
+        let acked = matches!(
+            pkt.ext().aeth.map(|a| a.syndrome()),
+            Some(Ok(Syndrome::Ack { .. }))
+        );
+        if psn != m.first_psn || !pkt.payload().is_empty() || !acked {
+            return;
+        }
+        complete_head(self.qp, self.st, WcStatus::Success);
+        self.st.req.reads_in_flight = self.st.req.reads_in_flight.saturating_sub(1);
+        self.response_placed(psn);
+    }
+
+    /// Places `data` at byte `offset` of the local SGE list of the oldest send
+    /// WQE `idx` (READ response data, an atomic's original value); on a bad
+    /// WQE or SGE list the WQE completes in error (QP to ERR). `false` if
+    /// nothing was placed.
+    fn place_response(&mut self, idx: u32, offset: u32, data: &[u8]) -> bool {
+        if self.st.snap_index != Some(idx) {
+            let State { sq, sq_snap, .. } = &mut *self.st;
+            if sq.read_slot(idx, sq_snap).is_err() {
+                return false;
+            }
+            self.st.snap_index = Some(idx);
+        }
+        let Ok(w) = SendWqe::parse(&self.st.sq_snap) else {
+            fail_head(self.qp, self.st, WcStatus::LocQpOpErr);
+            return false;
+        };
+        if let Err(e) = mem::scatter(
+            self.qp.device(),
+            self.qp.pd_id(),
+            mem::Sges::Send(&self.st.sq_snap),
+            w.num_sge,
+            offset,
+            data,
+        ) {
+            // On-demand memory not mapped (the requester checked it before the
+            // request, a page went since): the response is dropped, and the
+            // retransmission asks again once it is faulted in.
+            if let MemError::Fault(f) = e {
+                if odp::request(self.qp, &mut self.st.odp, f) {
+                    return false;
+                }
+            }
+            fail_head(self.qp, self.st, e.local_status());
+            return false;
+        }
+        true
+    }
+
+    /// A response up to `psn` was placed and its WQE, if it was the last
+    /// response, completed: the window moves on.
+    fn response_placed(&mut self, psn: Psn) {
+        let next = ack::response_placed(self, psn);
+        self.then(next);
+    }
+
+    /// Completer: an atomic acknowledge arrived, carrying the original value
+    /// of the remote word; it goes to the WQE's local buffer, in host order.
+    fn on_atomic_ack(&mut self, pkt: &Packet<'_>) {
+        let psn = pkt.bth().psn;
+        let Some(AtomicAckEth { orig }) = pkt.ext().atmack else {
+            return;
+        };
+        if let ack::Response::Skip(next) = ack::atomic_ack(self, psn) {
+            return self.then(next);
+        }
+        let idx = self.st.sq.consumer();
+        let m = meta(self.st, idx);
+        if !sq_before(self.st, idx, self.st.req.started_end) || !m.atomic || m.first_psn != psn {
+            return;
+        }
+        if !self.place_response(idx, 0, &orig.to_ne_bytes()) {
+            return;
+        }
+        complete_head(self.qp, self.st, WcStatus::Success);
+        self.st.req.reads_in_flight = self.st.req.reads_in_flight.saturating_sub(1);
+        self.response_placed(psn);
+    }
 }
