@@ -2,8 +2,8 @@
 # STYLE.md): driver files forbid unsafe code and never name raw bindings;
 # the module builds without a warning under clippy, whose kernel flags include
 # undocumented_unsafe_blocks (every `unsafe` block in rust/ carries a
-# `// SAFETY:` comment); Rust sources are rustfmt-clean with the kernel's
-# settings.
+# `// SAFETY:` comment); no function of the module has a stack frame above
+# 2048 bytes; Rust sources are rustfmt-clean with the kernel's settings.
 cd "$(dirname "$0")/../.." || exit 1
 failed=0
 result() { if [ "$2" -eq 0 ]; then echo "ok $1"; else echo "not ok $1"; failed=1; fi; }
@@ -38,6 +38,25 @@ else
 	result module-clippy-clean 1
 fi
 tc=$(scripts/build-toolchain)
+# 4. No stack frame in the module above the kernel's CONFIG_FRAME_WARN
+# (tests/host/frames.py says why).
+ko=$(tail -n 1 "$log")
+case $ko in
+"$PWD"/build/*.ko)
+	if scripts/in-toolchain "$tc" - sh -c "cd /src && objdump -d --no-show-raw-insn '${ko#"$PWD"/}'" |
+		python3 tests/host/frames.py 2048 >"$log.frames" 2>&1; then
+		result module-frames-small 0
+	else
+		sed 's/^/    /' "$log.frames" | head -n 20
+		result module-frames-small 1
+	fi
+	;;
+*)
+	echo "    no module built: $ko"
+	result module-frames-small 1
+	;;
+esac
+rm -f "$log.frames"
 files=$(git ls-files '*.rs' | grep -v '^fuzz/')
 if scripts/in-toolchain "$tc" - sh -c "cd /src && rustfmt --edition 2021 --config-path .rustfmt.toml --check $(echo $files)" >"$log" 2>&1; then
 	result rustfmt-clean 0

@@ -284,43 +284,51 @@ pub const fn take_retry(left: u8) -> Option<u8> {
     }
 }
 
-/// The responder's record of executed atomics (IBTA Vol 1 §9.4.5: a
-/// duplicate atomic request is answered with the saved result, never
-/// executed again), indexed by PSN modulo its size. A requester keeps at
-/// most [`MAX_UNACKED_PSNS`] PSNs in flight, so the request a duplicate
-/// repeats is never older than that many PSNs.
+/// The responder's record of executed atomics, ATOMIC WRITEs and FLUSHes
+/// (IBTA Vol 1 §9.4.5: a duplicate atomic request is answered with the
+/// saved result, never executed again): the last [`ATOMIC_HISTORY`], by
+/// arrival, as the C driver keeps one responder resource per
+/// `max_dest_rd_atomic`. A requester has at most `max_rd_atomic` (16 at
+/// most) of them unacknowledged, so the request a duplicate repeats is
+/// among them. Small on purpose: the QP's state lives in place, and a
+/// table by PSN (128 entries, 2 KiB) made the frames that create and reset
+/// it overflow the 16 KiB kernel stack of the `rdma link add` that creates
+/// the GSI QP.
+#[derive(Default)]
 pub struct AtomicReplies {
-    entries: [Option<(Psn, u64)>; MAX_UNACKED_PSNS as usize],
+    entries: [Option<(Psn, u64)>; ATOMIC_HISTORY],
+    /// Where the next one goes.
+    next: usize,
 }
 
-impl Default for AtomicReplies {
-    fn default() -> Self {
-        AtomicReplies {
-            entries: [None; MAX_UNACKED_PSNS as usize],
-        }
-    }
-}
+/// Atomics the responder remembers for duplicates: rxe's largest
+/// `max_dest_rd_atomic`.
+pub const ATOMIC_HISTORY: usize = 16;
 
 impl AtomicReplies {
-    fn slot(psn: Psn) -> usize {
-        // CAST: reduced modulo the table size.
-        (psn.get() % MAX_UNACKED_PSNS) as usize
-    }
-
-    /// Saves the original value `orig` of the atomic at `psn`.
+    /// Saves the original value `orig` of the atomic at `psn`, forgetting
+    /// the oldest.
     pub fn record(&mut self, psn: Psn, orig: u64) {
-        if let Some(e) = self.entries.get_mut(Self::slot(psn)) {
+        if let Some(e) = self.entries.get_mut(self.next) {
             *e = Some((psn, orig));
         }
+        self.next = (self.next + 1) % ATOMIC_HISTORY;
     }
 
     /// The original value saved for the atomic at `psn`, if it is still
     /// kept.
     pub fn find(&self, psn: Psn) -> Option<u64> {
-        match self.entries.get(Self::slot(psn)) {
-            Some(Some((p, orig))) if *p == psn => Some(*orig),
-            _ => None,
-        }
+        self.entries
+            .iter()
+            .flatten()
+            .find(|(p, _)| *p == psn)
+            .map(|(_, orig)| *orig)
+    }
+
+    /// Forgets every atomic, in place (no copy of the table on the stack).
+    pub fn clear(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = None);
+        self.next = 0;
     }
 }
 
@@ -363,6 +371,12 @@ pub struct ReadHistory {
 }
 
 impl ReadHistory {
+    /// Forgets every READ, in place (no copy of the table on the stack).
+    pub fn clear(&mut self) {
+        self.reads.iter_mut().for_each(|r| *r = None);
+        self.next = 0;
+    }
+
     /// Remembers the READ accepted with `r`, forgetting the oldest.
     pub fn record(&mut self, r: ReadStream) {
         if let Some(slot) = self.reads.get_mut(self.next) {
@@ -618,19 +632,29 @@ mod tests {
         assert_eq!(r.find(p), None);
         r.record(p, 7);
         assert_eq!(r.find(p), Some(7));
-        // A PSN sharing the slot is not mistaken for it.
-        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), None);
-        // Across the 24-bit wrap, each of a window of PSNs keeps its own value.
-        for i in 0..MAX_UNACKED_PSNS {
-            r.record(p.add(i), u64::from(i) << 32);
+        // A PSN a table's length away is not mistaken for it.
+        assert_eq!(r.find(p.add(ATOMIC_HISTORY as u32)), None);
+        // Across the 24-bit wrap, each of the last ATOMIC_HISTORY atomics,
+        // one every third PSN, keeps its own value.
+        let at = |i: u32| p.add(3 * i);
+        for i in 0..ATOMIC_HISTORY as u32 {
+            r.record(at(i), u64::from(i) << 32);
         }
-        for i in 0..MAX_UNACKED_PSNS {
-            assert_eq!(r.find(p.add(i)), Some(u64::from(i) << 32));
+        for i in 0..ATOMIC_HISTORY as u32 {
+            assert_eq!(r.find(at(i)), Some(u64::from(i) << 32));
+            assert_eq!(r.find(at(i).next()), None);
         }
-        // A window later, the old entries are gone.
-        r.record(p.add(MAX_UNACKED_PSNS), 1);
-        assert_eq!(r.find(p), None);
-        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), Some(1));
+        // One more, and the oldest is gone.
+        let n = ATOMIC_HISTORY as u32;
+        r.record(at(n), 1);
+        assert_eq!(r.find(at(0)), None);
+        assert_eq!(r.find(at(1)), Some(1 << 32));
+        assert_eq!(r.find(at(n)), Some(1));
+        // Cleared, nothing is found, and recording starts again.
+        r.clear();
+        assert_eq!(r.find(at(n)), None);
+        r.record(p, 9);
+        assert_eq!(r.find(p), Some(9));
     }
 
     fn read_at(psn: u32, len: u32, msn: u32) -> ReadStream {

@@ -27,7 +27,7 @@
 //!   opcode sequence, lengths, keys and permissions before touching memory,
 //!   answers RNR when no receive WQE is posted, and acknowledges when the
 //!   requester asks (AckReq). An atomic is executed once: its original
-//!   value is kept by PSN ([`AtomicReplies`]) and a retransmitted request
+//!   value is kept with its PSN ([`AtomicReplies`]) and a retransmitted request
 //!   gets the same atomic acknowledge again. A READ is answered as a
 //!   stream ([`ReadStream`]) that goes out as transmit credit allows;
 //!   requests arriving meanwhile wait on the QP's `rxq` and are handled
@@ -258,10 +258,36 @@ pub(crate) fn details(st: &State) -> [Detail; 10] {
 impl Resp {
     /// Resets the responder to expect `psn`.
     pub(crate) fn reset(&mut self, psn: Psn) {
-        *self = Resp {
-            epsn: psn,
-            ..Resp::default()
-        };
+        // Field by field, in place: `*self = Resp { .. }` built two copies
+        // of the histories on the stack (6 KiB frames in modify_qp).
+        let Resp {
+            epsn,
+            msn,
+            op,
+            msg_mtu,
+            nak_sent,
+            recv,
+            write_va,
+            write_rkey,
+            write_resid,
+            write_len,
+            atomics,
+            read,
+            reads,
+        } = self;
+        *epsn = psn;
+        *msn = 0;
+        *op = InProgress::None;
+        *msg_mtu = 0;
+        *nak_sent = false;
+        *recv = None;
+        *write_va = 0;
+        *write_rkey = 0;
+        *write_resid = 0;
+        *write_len = 0;
+        atomics.clear();
+        *read = None;
+        reads.clear();
     }
 
     /// The MSN once the message now ending is counted (it wraps at 24
