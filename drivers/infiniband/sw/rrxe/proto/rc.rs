@@ -8,6 +8,8 @@
 
 #![forbid(unsafe_code)]
 
+use core::ops::DerefMut;
+
 use super::aeth::{
     NakCode,
     Syndrome, //
@@ -286,54 +288,65 @@ pub const fn take_retry(left: u8) -> Option<u8> {
 
 /// The responder's record of executed atomics, ATOMIC WRITEs and FLUSHes
 /// (IBTA Vol 1 §9.4.5: a duplicate atomic request is answered with the
-/// saved result, never executed again): the last [`ATOMIC_HISTORY`], by
-/// arrival, as the C driver keeps one responder resource per
-/// `max_dest_rd_atomic`. A requester has at most `max_rd_atomic` (16 at
-/// most) of them unacknowledged, so the request a duplicate repeats is
-/// among them. Small on purpose: the QP's state lives in place, and a
-/// table by PSN (128 entries, 2 KiB) made the frames that create and reset
-/// it overflow the 16 KiB kernel stack of the `rdma link add` that creates
-/// the GSI QP.
-#[derive(Default)]
-pub struct AtomicReplies {
-    entries: [Option<(Psn, u64)>; ATOMIC_HISTORY],
-    /// Where the next one goes.
-    next: usize,
+/// saved result, never executed again), one entry per PSN modulo
+/// [`ATOMIC_REPLIES`]. A requester keeps at most [`MAX_UNACKED_PSNS`] PSNs
+/// in flight, so the request a duplicate repeats is never older than that
+/// many PSNs, however many of them are atomics (rxe and rrxe grant 128
+/// outstanding).
+///
+/// The entries are storage `S` the owner provides (a slice behind a heap
+/// vector in the kernel): kept in the QP's state by value, the 2 KiB table
+/// was built and copied on the stack, and those frames overflowed the
+/// 16 KiB kernel stack of the `rdma link add` that creates the GSI QP.
+pub struct AtomicReplies<S> {
+    entries: S,
 }
 
-/// Atomics the responder remembers for duplicates: rxe's largest
-/// `max_dest_rd_atomic`.
-pub const ATOMIC_HISTORY: usize = 16;
+/// Entries of an [`AtomicReplies`]: one per PSN a requester may have in
+/// flight.
+pub const ATOMIC_REPLIES: usize = MAX_UNACKED_PSNS as usize;
 
-impl AtomicReplies {
-    /// Saves the original value `orig` of the atomic at `psn`, forgetting
-    /// the oldest.
+impl<S: DerefMut<Target = [Option<(Psn, u64)>]>> AtomicReplies<S> {
+    /// A record kept in `entries` ([`ATOMIC_REPLIES`] of them), which it
+    /// clears.
+    pub fn new(entries: S) -> Self {
+        let mut r = AtomicReplies { entries };
+        r.clear();
+        r
+    }
+
+    fn slot(&self, psn: Psn) -> usize {
+        // CAST: a 24-bit PSN fits in usize.
+        psn.get() as usize % self.entries.len().max(1)
+    }
+
+    /// Saves the original value `orig` of the atomic at `psn`.
     pub fn record(&mut self, psn: Psn, orig: u64) {
-        if let Some(e) = self.entries.get_mut(self.next) {
+        let i = self.slot(psn);
+        if let Some(e) = self.entries.get_mut(i) {
             *e = Some((psn, orig));
         }
-        self.next = (self.next + 1) % ATOMIC_HISTORY;
     }
 
     /// The original value saved for the atomic at `psn`, if it is still
     /// kept.
     pub fn find(&self, psn: Psn) -> Option<u64> {
-        self.entries
-            .iter()
-            .flatten()
-            .find(|(p, _)| *p == psn)
-            .map(|(_, orig)| *orig)
+        match self.entries.get(self.slot(psn)) {
+            Some(Some((p, orig))) if *p == psn => Some(*orig),
+            _ => None,
+        }
     }
 
-    /// Forgets every atomic, in place (no copy of the table on the stack).
+    /// Forgets every atomic, in place.
     pub fn clear(&mut self) {
         self.entries.iter_mut().for_each(|e| *e = None);
-        self.next = 0;
     }
 }
 
-/// READs the responder remembers for duplicates (the most READs a
-/// requester keeps outstanding, `max_dest_rd_atomic`, is 16 for rxe).
+/// READs the responder remembers for duplicates. rxe and rrxe grant up to
+/// 128 outstanding (`max_qp_rd_atom`); a duplicate of a READ older than the
+/// last 16 is dropped, and its requester retries until it gives up (the C
+/// driver keeps `max_dest_rd_atomic` of them).
 pub const READ_HISTORY: usize = 16;
 
 /// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
@@ -627,34 +640,32 @@ mod tests {
 
     #[test]
     fn atomic_replies_by_psn() {
-        let mut r = AtomicReplies::default();
+        let mut r = AtomicReplies::new(vec![Some((Psn::new(5), 5)); ATOMIC_REPLIES]);
         let p = Psn::new(0x00ff_fff0);
+        // New, it holds nothing, whatever its storage held.
+        assert_eq!(r.find(Psn::new(5)), None);
         assert_eq!(r.find(p), None);
         r.record(p, 7);
         assert_eq!(r.find(p), Some(7));
-        // A PSN a table's length away is not mistaken for it.
-        assert_eq!(r.find(p.add(ATOMIC_HISTORY as u32)), None);
-        // Across the 24-bit wrap, each of the last ATOMIC_HISTORY atomics,
-        // one every third PSN, keeps its own value.
-        let at = |i: u32| p.add(3 * i);
-        for i in 0..ATOMIC_HISTORY as u32 {
-            r.record(at(i), u64::from(i) << 32);
+        // A PSN sharing the slot is not mistaken for it.
+        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), None);
+        // Across the 24-bit wrap, each of a window of PSNs keeps its own
+        // value: a requester with all of its 128 PSNs in flight atomics
+        // finds every one again.
+        for i in 0..MAX_UNACKED_PSNS {
+            r.record(p.add(i), u64::from(i) << 32);
         }
-        for i in 0..ATOMIC_HISTORY as u32 {
-            assert_eq!(r.find(at(i)), Some(u64::from(i) << 32));
-            assert_eq!(r.find(at(i).next()), None);
+        for i in 0..MAX_UNACKED_PSNS {
+            assert_eq!(r.find(p.add(i)), Some(u64::from(i) << 32));
         }
-        // One more, and the oldest is gone.
-        let n = ATOMIC_HISTORY as u32;
-        r.record(at(n), 1);
-        assert_eq!(r.find(at(0)), None);
-        assert_eq!(r.find(at(1)), Some(1 << 32));
-        assert_eq!(r.find(at(n)), Some(1));
-        // Cleared, nothing is found, and recording starts again.
+        // A window later, the old entries are gone.
+        r.record(p.add(MAX_UNACKED_PSNS), 1);
+        assert_eq!(r.find(p), None);
+        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), Some(1));
+        // Cleared, nothing is found.
         r.clear();
-        assert_eq!(r.find(at(n)), None);
-        r.record(p, 9);
-        assert_eq!(r.find(p), Some(9));
+        assert_eq!(r.find(p.add(MAX_UNACKED_PSNS)), None);
+        assert_eq!(r.find(p.add(1)), None);
     }
 
     fn read_at(psn: u32, len: u32, msn: u32) -> ReadStream {

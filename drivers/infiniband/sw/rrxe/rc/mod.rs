@@ -53,6 +53,7 @@ use crate::{
             InProgress,
             ReadHistory,
             ReadStream, //
+            ATOMIC_REPLIES,
         },
         segment::PathMtu, //
     },
@@ -164,7 +165,6 @@ pub(crate) struct RecvCtx {
 }
 
 /// Responder state.
-#[derive(Default)]
 pub(crate) struct Resp {
     /// Expected PSN.
     epsn: Psn,
@@ -183,8 +183,9 @@ pub(crate) struct Resp {
     write_rkey: u32,
     write_resid: u32,
     write_len: u32,
-    /// Original values of the atomics executed recently, for replay.
-    atomics: AtomicReplies,
+    /// Original values of the atomics executed recently, for replay; on
+    /// the heap, so that the state is small enough to build on the stack.
+    atomics: AtomicReplies<KVec<Option<(Psn, u64)>>>,
     /// The READ whose responses are being sent; requests that arrive
     /// meanwhile wait on the QP's `rxq`, so that they are answered after
     /// it, in PSN order.
@@ -256,10 +257,36 @@ pub(crate) fn details(st: &State) -> [Detail; 10] {
 }
 
 impl Resp {
+    /// The storage of a responder's atomic replies ([`Resp::new`]).
+    pub(crate) fn atomics_storage() -> Result<KVec<Option<(Psn, u64)>>> {
+        Ok(KVec::from_elem(None, ATOMIC_REPLIES, GFP_KERNEL)?)
+    }
+
+    /// A responder in its reset state, its atomic replies kept in
+    /// `entries` ([`Resp::atomics_storage`]).
+    pub(crate) fn new(entries: KVec<Option<(Psn, u64)>>) -> Self {
+        Resp {
+            epsn: Psn::default(),
+            msn: 0,
+            op: InProgress::None,
+            msg_mtu: 0,
+            nak_sent: false,
+            recv: None,
+            write_va: 0,
+            write_rkey: 0,
+            write_resid: 0,
+            write_len: 0,
+            atomics: AtomicReplies::new(entries),
+            read: None,
+            reads: ReadHistory::default(),
+        }
+    }
+
     /// Resets the responder to expect `psn`.
     pub(crate) fn reset(&mut self, psn: Psn) {
         // Field by field, in place: `*self = Resp { .. }` built two copies
-        // of the histories on the stack (6 KiB frames in modify_qp).
+        // of the histories on the stack (6 KiB frames in modify_qp), and
+        // the atomics' storage is kept.
         let Resp {
             epsn,
             msn,
