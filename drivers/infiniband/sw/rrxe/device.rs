@@ -63,6 +63,9 @@ pub(crate) struct RrxeDev {
     pub(crate) next_qp_uid: Atomic<u64>,
     /// Whether the GSI QP (QP1) exists: one per port.
     pub(crate) gsi_created: Atomic<bool>,
+    /// Packets to a QP of this host being delivered now, nested or on
+    /// other CPUs ([`super::tx::send_queued`]).
+    pub(crate) local_deliveries: Atomic<u32>,
     /// Source of the GUIDs and of `query_gid`: the net device's MAC, or a
     /// random locally administered address for net devices without one.
     raw_gid: [u8; ETH_ALEN],
@@ -128,6 +131,7 @@ impl RrxeDev {
             mw_pool <- IndexPool::new(param::MIN_MW_INDEX, param::MAX_MW_INDEX),
             next_qp_uid: Atomic::new(1),
             gsi_created: Atomic::new(false),
+            local_deliveries: Atomic::new(0),
             raw_gid,
             attr: param::device_attr(guid),
             sys_image_guid: Atomic::new(guid.to_be64_raw()),

@@ -53,7 +53,10 @@ use crate::{
 };
 use kernel::{
     prelude::*,
-    sync::aref::ARef, //
+    sync::{
+        aref::ARef,
+        atomic::Relaxed, //
+    },
 };
 
 use super::{
@@ -260,7 +263,9 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
                 counts.inc(Counter::SentPkts);
                 // CAST: the length of one packet.
                 counts.add(Counter::SentBytes, len as u64);
+                dev.local_deliveries.fetch_add(1, Relaxed);
                 super::recv::deliver_local(dev, skb);
+                dev.local_deliveries.fetch_sub(1, Relaxed);
                 continue;
             }
             // Charged to the QP until the stack frees it: see `rc`'s

@@ -859,11 +859,25 @@ impl Received<'_> {
     }
 }
 
+/// Local deliveries in progress past which a receiving QP leaves its own
+/// packets to its kick. A packet to a QP of this host is delivered from
+/// the sender's context, and the receiver then sends what it queued (an
+/// ACK, a READ response), which may be delivered locally in turn: an RC
+/// exchange nests two deep, but a ring of UD QPs with packets queued could
+/// nest once per QP and run off the kernel stack (16 KiB without a guard
+/// page). The count is the device's, all CPUs together, so it errs towards
+/// the kick.
+const MAX_LOCAL_NESTING: u32 = 4;
+
 impl Drop for Received<'_> {
     fn drop(&mut self) {
         drop(self.st.take());
         RrxeQp::report_events(self.qp);
-        tx::send_queued(self.qp);
+        if self.qp.device().local_deliveries.load(Relaxed) < MAX_LOCAL_NESTING {
+            tx::send_queued(self.qp);
+        } else {
+            self.qp.kick();
+        }
         if self.held {
             self.qp.kick();
         }
