@@ -387,7 +387,7 @@ serve_case() {
 	else
 		barrier "$name" $((secs + 60))
 		eval "set -- $cli"
-		check "$name-client" client_retry 30 output_ok "$re" timeout "$secs" "$@"
+		check "$name-client" client_retry 30 output_ok "$re" watchdog "$secs" "$@"
 	fi
 }
 
@@ -397,6 +397,38 @@ output_clean() {
 	bad=$(grep -iE -m 1 "$1" "$2") || return 0
 	echo "output reports a failure: $bad"
 	return 1
+}
+
+# watchdog SECONDS CMD...: run CMD, as `timeout` does (status 124 when it
+# had to be stopped), but before stopping it print what the device's QPs
+# are doing (`rdma res show qp -dd`: rrxe's PSNs, unacknowledged count,
+# retries left, timer) and its counters, while the client's QPs still exist,
+# and where in the kernel the client waits.
+watchdog() {
+	local secs=$1 pid n=0
+	shift
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$n" -ge $((secs * 5)) ]; then
+			echo "# still running after $secs s; its kernel stack, its device's QPs and counters:"
+			local t
+			for t in /proc/"$pid"/task/*; do
+				head -n 12 "$t/stack" 2>/dev/null
+			done
+			rdma res show qp -dd 2>&1 | grep -v 'type GSI' | head -n 20
+			rdma statistic show link "$IBDEV/1" 2>&1 | tr -s ' \n' ' ' | head -c 1500
+			echo
+			kill -TERM "$pid" 2>/dev/null
+			sleep 1
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid"
+			return 124
+		fi
+		sleep 0.2
+		n=$((n + 1))
+	done
+	wait "$pid"
 }
 
 # client_retry SECONDS CMD...: run a client, rerunning it while it fails only
