@@ -64,33 +64,52 @@ macro_rules! ext_headers {
             }
 
             /// Decodes the extension headers of `set` from `headers`, the
-            /// packet's bytes from the start of the BTH.
+            /// packet's bytes from the start of the BTH: one pass, in wire
+            /// order (the list's order, checked below), per packet.
             fn parse(set: HeaderSet, headers: &[u8]) -> Result<Self> {
-                Ok(Self {
-                    $(
-                        $field: match set.offset_of(HeaderSet::$bit) {
-                            Some(off) => Some($ty::parse(
-                                headers.get(off..).ok_or(Error::Truncated)?,
-                            )?),
-                            None => None,
-                        },
-                    )+
-                })
+                let mut off = Bth::LEN;
+                $(
+                    let $field = if set.contains(HeaderSet::$bit) {
+                        let h = $ty::parse(headers.get(off..).ok_or(Error::Truncated)?)?;
+                        off += $ty::LEN;
+                        Some(h)
+                    } else {
+                        None
+                    };
+                )+
+                let _ = off;
+                Ok(Self { $($field,)+ })
             }
 
             /// Encodes the headers present into `headers`, the packet's
-            /// bytes from the start of the BTH, each at its offset after
-            /// the BTH.
+            /// bytes from the start of the BTH, each after the BTH and the
+            /// headers before it in wire order.
             fn write(&self, headers: &mut [u8]) -> Result {
-                let set = self.set();
+                let mut off = Bth::LEN;
                 $(
-                    if let (Some(h), Some(off)) = (self.$field, set.offset_of(HeaderSet::$bit)) {
+                    if let Some(h) = self.$field {
                         h.write(headers.get_mut(off..).ok_or(Error::Truncated)?)?;
+                        off += $ty::LEN;
                     }
                 )+
+                let _ = off;
                 Ok(())
             }
         }
+
+        // The list is in wire order, with the lengths of `WIRE_ORDER`:
+        // parse and write walk it with a running offset.
+        const _: () = {
+            let order = [$((HeaderSet::$bit, $ty::LEN),)+];
+            assert!(order.len() == HeaderSet::WIRE_ORDER.len());
+            let mut i = 0;
+            while i < order.len() {
+                assert!(order[i].0.contains(HeaderSet::WIRE_ORDER[i].0));
+                assert!(HeaderSet::WIRE_ORDER[i].0.contains(order[i].0));
+                assert!(order[i].1 == HeaderSet::WIRE_ORDER[i].1);
+                i += 1;
+            }
+        };
     };
 }
 
