@@ -73,12 +73,17 @@ pub enum Syndrome {
     Nak(NakCode),
 }
 
+// The syndrome byte (§9.7.5.2, Table 44): a reserved bit,
+// two bits of type, five of value (credit count, RNR timer or NAK code).
+const RESERVED: u8 = 0x80;
 const TYPE_MASK: u8 = 0x60;
+/// Type 00: ACK; the value is the credit count.
 const TYPE_ACK: u8 = 0x00;
+/// Type 01: RNR NAK; the value is the timer code.
 const TYPE_RNR_NAK: u8 = 0x20;
+/// Type 11: NAK; the value is the [`NakCode`]. (Type 10 is reserved.)
 const TYPE_NAK: u8 = 0x60;
 const VALUE_MASK: u8 = 0x1f;
-const RESERVED: u8 = 0x80;
 
 impl Syndrome {
     /// The RNR NAK a responder sends for its QP's `min_rnr_timer`

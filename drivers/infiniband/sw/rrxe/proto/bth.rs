@@ -40,13 +40,22 @@ pub const QPN_MASK: u32 = 0x00ff_ffff;
 /// The multicast destination QPN, `0xff_ffff` (UD only).
 pub const MULTICAST_QPN: u32 = 0x00ff_ffff;
 
+// The BTH's flag and small fields (IBTA Vol 1 §9.2), by the byte or
+// big-endian word they sit in.
+/// Byte 1: Solicited Event.
 const SE: u8 = 0x80;
+/// Byte 1: MigReq, the path migration state.
 const MIG: u8 = 0x40;
-const PAD_SHIFT: u8 = 4;
+/// Byte 1: the Pad Count, bytes that pad the payload to 4.
 const PAD_MASK: u8 = 0x30;
+const PAD_SHIFT: u8 = 4;
+/// Byte 1: Transport Header Version.
 const TVER_MASK: u8 = 0x0f;
+/// Word 1: FECN and BECN, which RoCEv2 takes from the IP header's ECN
+/// instead (Annex A17.9.4).
 const FECN: u32 = 0x8000_0000;
 const BECN: u32 = 0x4000_0000;
+/// Word 2: AckReq, above the PSN.
 const ACK_REQ: u32 = 0x8000_0000;
 
 /// A decoded BTH.
