@@ -123,11 +123,17 @@ INSTRUMENTS = [
     ("seq NAKs", lambda r, c: vm(c, 2, "rdma_rcvd_seq_err")),
     ("RNR NAKs", lambda r, c: vm(c, 2, "rdma_rcvd_rnr_err")),
     ("dup requests", lambda r, c: vm(c, 1, "rdma_duplicate_request")),
+    # rrxe's own counters (hw_counters.rs); rxe has none of them.
+    ("ACKs sent/msg", lambda r, c: per(vm(c, 1, "rdma_sent_acks"), int(r.get("msgs", 0)))),
+    ("window-full stops", lambda r, c: vm(c, 2, "rdma_req_window_full")),
+    ("credit stops", lambda r, c: vm(c, 1, "rdma_req_credit_stall") + vm(c, 2, "rdma_req_credit_stall")),
     ("host vCPU % client", lambda r, c: busy(r, 2, "vcpu")),
     ("host vCPU % server", lambda r, c: busy(r, 1, "vcpu")),
     ("host main % client", lambda r, c: busy(r, 2, "main")),
     ("host main % server", lambda r, c: busy(r, 1, "main")),
 ]
+
+RRXE_ONLY = {"ACKs sent/msg", "window-full stops", "credit stops"}
 
 
 def busy(r, n, kind):
@@ -149,7 +155,10 @@ def instruments(data, drivers, cases):
             if not runs:
                 continue
             cells = []
-            for _, fn in INSTRUMENTS:
+            for heading, fn in INSTRUMENTS:
+                if d != "rrxe" and heading in RRXE_ONLY:
+                    cells.append("–")
+                    continue
                 vals = [v for v in (fn(r, r["counters"]) for r in runs) if v is not None]
                 if not vals:
                     cells.append("n/a")

@@ -2,11 +2,19 @@
 # MTU), 200 round trips with data validation, between two VMs on rrxe (the
 # done-when of the RC data-path issue; the C driver's 1 MiB ping-pong is not
 # run: it would add minutes to every CI run).  It runs on the fast kernel:
-# on the debug kernel (KASAN) one round trip takes seconds.
+# on the debug kernel (KASAN) one round trip takes seconds.  rrxe's flow
+# counters move as they count: each VM sends 200 messages and receives 200,
+# each answered by at least one ACK (sent_acks, rcvd_acks), and a 1024-packet
+# message cannot go out without its requester stopping for the 128-PSN
+# window or the transmit credit (req_window_full, req_credit_stall).
 # runs: rrxe@fast
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
+HWC=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
+FLOW="sent_acks rcvd_acks req_window_full req_credit_stall"
+for c in $FLOW; do echo "$c $(cat "$HWC/$c")"; done >/tmp/flow.before
+moved() { echo $(($(cat "$HWC/$1") - $(awk -v n="$1" '$1 == n { print $2 }' /tmp/flow.before))); }
 port=18600
 if [ "$VM" = 1 ]; then
 	timeout 900 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 1048576 -n 200 -p "$port" &
@@ -19,6 +27,10 @@ else
 	check "rc-pingpong-client-s1048576" client_retry 30 timeout 900 \
 		ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 1048576 -n 200 -p "$port" "$PEER_IP"
 fi
+echo "# flow counters moved on VM $VM:$(for c in $FLOW; do printf ' %s +%s' "$c" "$(moved "$c")"; done)"
+check "acks-sent-vm$VM" test "$(moved sent_acks)" -ge 200
+check "acks-received-vm$VM" test "$(moved rcvd_acks)" -ge 200
+check "requester-stopped-vm$VM" test $(($(moved req_window_full) + $(moved req_credit_stall))) -gt 0
 barrier teardown
 check "link-delete-vm$VM" rdma link delete "$IBDEV"
 finish

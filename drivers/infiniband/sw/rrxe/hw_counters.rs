@@ -84,10 +84,21 @@ pub(crate) enum Counter {
     RcvdDropBadQkey,
     /// Other reasons: unsupported IP header, no memory to linearize.
     RcvdDropOther,
+    // rrxe's flow counters, which `make bench` reads to explain a figure.
+    /// The RC requester stopped with `MAX_UNACKED_PSNS` packets
+    /// unacknowledged (each time it stopped).
+    ReqWindowFull,
+    /// The requester stopped with its QP's transmit credit used up: too
+    /// many of its packets not yet freed by the network device.
+    ReqCreditStall,
+    /// ACKs, NAKs and RNR NAKs sent by RC responders.
+    SentAcks,
+    /// Acknowledge packets (ACK, NAK, RNR NAK) received by RC completers.
+    RcvdAcks,
 }
 
 /// Number of counters.
-pub(crate) const NUM: usize = 28;
+pub(crate) const NUM: usize = 32;
 
 /// Counter names, indexed by [`Counter`].
 pub(crate) const DESCS: &[StatDesc; NUM] = &[
@@ -119,6 +130,10 @@ pub(crate) const DESCS: &[StatDesc; NUM] = &[
     StatDesc::new(c"rcvd_drop_bad_pkey"),
     StatDesc::new(c"rcvd_drop_bad_qkey"),
     StatDesc::new(c"rcvd_drop_other"),
+    StatDesc::new(c"req_window_full"),
+    StatDesc::new(c"req_credit_stall"),
+    StatDesc::new(c"sent_acks"),
+    StatDesc::new(c"rcvd_acks"),
 ];
 
 /// The counters of one port.

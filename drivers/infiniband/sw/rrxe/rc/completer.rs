@@ -174,7 +174,7 @@ pub(crate) fn on_ack(qp: &Qp<Rrxe>, st: &mut State, pkt: &Packet<'_>) {
     match pkt.info().operation {
         Operation::RdmaReadResponse => return Completer::new(qp, st, 0).on_read_response(pkt),
         Operation::AtomicAcknowledge => return Completer::new(qp, st, 0).on_atomic_ack(pkt),
-        Operation::Acknowledge => {}
+        Operation::Acknowledge => qp_counts(qp).inc(Counter::RcvdAcks),
         _ => return,
     }
     let Some(aeth) = pkt.ext().aeth else {

@@ -65,8 +65,10 @@ use super::{
     fail_head,
     meta,
     path_mtu,
+    qp_counts,
     sq_before,
     tx_ctx,
+    Counter,
     Rrxe,
     State,
     WqeMeta, //
@@ -337,10 +339,12 @@ impl Requester<'_> {
         let service = if uc { Service::Uc } else { Service::Rc };
         loop {
             if !uc && rc::in_flight(self.st.req.win.comp_psn, self.st.req.psn) >= MAX_UNACKED_PSNS {
+                qp_counts(self.qp).inc(Counter::ReqWindowFull);
                 break;
             }
             // Resumed from the QP's kick when transmit credit comes back.
             if !crate::rrxe::tx::tx_room(self.qp) {
+                qp_counts(self.qp).inc(Counter::ReqCreditStall);
                 break;
             }
             let idx = self.st.req.next;

@@ -169,7 +169,12 @@ impl Responder<'_> {
             ..ExtHeaders::default()
         };
         match tx.build(&bth, &ext, 0, |_| Ok(())) {
-            Ok(skb) => self.qp.txq.push_back(skb),
+            Ok(skb) => {
+                self.qp.txq.push_back(skb);
+                if opcode == Opcode::RC_ACKNOWLEDGE {
+                    qp_counts(self.qp).inc(Counter::SentAcks);
+                }
+            }
             Err(_) => qp_counts(self.qp).inc(Counter::SendErr),
         }
     }
