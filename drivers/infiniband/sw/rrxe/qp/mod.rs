@@ -356,7 +356,7 @@ impl RrxeQp {
         let sq_meta = zeroed_vec::<WqeMeta>(sq.geo.slots() as usize)?;
         let sq_snap = zeroed_vec::<u8>(sq.geo.elem_size())?;
         let rq_snap = zeroed_vec::<u8>(qp_check::recv_wqe_size(param::MAX_SGE as u32) as usize)?;
-        let atomics = Resp::atomics_storage()?;
+        let resp_storage = Resp::storage()?;
         // Counted once nothing can fail any more (C11-17: a CQ with work
         // queues cannot be destroyed): every field of the init below is
         // infallible, so it cannot fail after this either.
@@ -378,7 +378,7 @@ impl RrxeQp {
                     path: Path::default(),
                     tx: None,
                     req: Req::default(),
-                    resp: Resp::new(atomics),
+                    resp: Resp::new(resp_storage),
                     ud_route_tries: 0,
                     odp: Default::default(),
                 },
