@@ -272,7 +272,7 @@ impl RrxeCq {
         if wc.status != WcStatus::Success {
             // CAST: `enum ib_wc_status`, as the event shows it.
             let status = wc.status as u32;
-            trace::wc_error(cq.device(), wc.qp_num, wc.wr_id, status, wc.opcode);
+            trace::wc_error(cq.device(), wc.qp_num, wc.wr_id, status, wc.opcode.raw());
         }
         let mut inner = cq.inner.lock();
         if let Err(e) = inner.push(wc) {

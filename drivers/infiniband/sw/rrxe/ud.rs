@@ -19,7 +19,6 @@
 
 use crate::proto::wr::{
     self,
-    wc as wc_op,
     Service,
     Work, //
 };
@@ -50,6 +49,7 @@ use crate::{
             QpState, //
         },
         wc::{
+            WcOpcode,
             WcStatus,
             WC_GRH,
             WC_WITH_IMM, //
@@ -110,7 +110,7 @@ fn complete_send(
     if status != WcStatus::Success || signaled {
         let _ = RrxeCq::post(
             qp.send_cq(),
-            &wc(qp, wr_id, status, wc_op::SEND, len),
+            &wc(qp, wr_id, status, WcOpcode::Send, len),
             false,
         );
     }
@@ -392,7 +392,7 @@ pub(crate) fn on_request(
             .map_or(0, |b| u64::from_ne_bytes(*b));
         let _ = RrxeCq::post(
             qp.recv_cq(),
-            &wc(qp, wr_id, WcStatus::LocQpOpErr, wc_op::RECV, 0),
+            &wc(qp, wr_id, WcStatus::LocQpOpErr, WcOpcode::Recv, 0),
             false,
         );
         return;
@@ -424,7 +424,7 @@ pub(crate) fn on_request(
         }
     }
     consume_ud_recv(st);
-    let mut w = wc(qp, r.wr_id, WcStatus::Success, wc_op::RECV, 0);
+    let mut w = wc(qp, r.wr_id, WcStatus::Success, WcOpcode::Recv, 0);
     match placed {
         Ok(()) => {
             // CAST: one packet's payload.

@@ -30,7 +30,6 @@ use crate::{
         Caps,
         Limits, //
     },
-    proto::wr::wc as wc_op,
     rdma::{
         eopnotsupp,
         lock::SpinLockIrq,
@@ -51,6 +50,7 @@ use crate::{
         udata::Udata,
         wc::{
             Wc,
+            WcOpcode,
             WcStatus, //
         },
     },
@@ -218,7 +218,7 @@ fn zeroed_vec<T: Clone + Default>(n: usize) -> Result<KVVec<T>> {
     Ok(v)
 }
 
-fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
+fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: WcOpcode) -> Wc {
     Wc {
         wr_id,
         status: WcStatus::WrFlushErr,
@@ -408,7 +408,7 @@ impl RrxeQp {
         st.resp.drop_read();
         Self::retire_held(qp);
         if let Some(wr_id) = st.resp.take_srq_recv() {
-            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, wc_op::RECV), false);
+            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WcOpcode::Recv), false);
         }
         // Both producer indices are read once (user space may move them
         // all the time), and one call flushes a bounded number of WQEs
@@ -420,7 +420,10 @@ impl RrxeQp {
                 return qp.kick();
             }
             budget -= 1;
-            if RrxeCq::post(qp.send_cq(), &flush_wc(qp, wr_id, 0), false).is_err() {
+            // Zero, `IB_WC_SEND`, whatever the WQE was, as the C driver
+            // leaves it: a flushed completion's opcode means nothing.
+            let w = flush_wc(qp, wr_id, WcOpcode::Send);
+            if RrxeCq::post(qp.send_cq(), &w, false).is_err() {
                 break;
             }
             st.sq.advance();
@@ -432,7 +435,8 @@ impl RrxeQp {
                     return qp.kick();
                 }
                 budget -= 1;
-                if RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, wc_op::RECV), false).is_err() {
+                let w = flush_wc(qp, wr_id, WcOpcode::Recv);
+                if RrxeCq::post(qp.recv_cq(), &w, false).is_err() {
                     break;
                 }
                 rq.advance();

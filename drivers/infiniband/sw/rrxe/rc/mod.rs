@@ -56,7 +56,8 @@ use crate::{
             ATOMIC_REPLIES,
             READ_HISTORY,
         },
-        segment::PathMtu, //
+        segment::PathMtu,
+        wr::WcKind, //
     },
     rdma::{
         qp::{
@@ -67,6 +68,7 @@ use crate::{
         trace,
         wc::{
             Wc,
+            WcOpcode,
             WcStatus, //
         },
     },
@@ -106,7 +108,7 @@ use super::{
 #[derive(Clone, Copy, Default)]
 pub(crate) struct WqeMeta {
     wr_id: u64,
-    wc_opcode: u32,
+    wc_opcode: WcKind,
     signaled: bool,
     len: u32,
     first_psn: Psn,
@@ -409,7 +411,13 @@ fn tx_ctx<'a>(qp: &Qp<Rrxe>, st: &'a mut State) -> Option<&'a TxCtx> {
 }
 
 /// A completion of `qp` with the fields every service sets alike.
-pub(crate) fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
+pub(crate) fn wc(
+    qp: &Qp<Rrxe>,
+    wr_id: u64,
+    status: WcStatus,
+    opcode: WcOpcode,
+    byte_len: u32,
+) -> Wc {
     Wc {
         wr_id,
         status,
@@ -446,7 +454,7 @@ fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
         qp_counts(qp).inc(Counter::RdmaSends);
     }
     if status != WcStatus::Success || m.signaled {
-        let w = wc(qp, m.wr_id, status, m.wc_opcode, m.len);
+        let w = wc(qp, m.wr_id, status, m.wc_opcode.into(), m.len);
         // An overrun is reported as a CQ error event by the CQ.
         let _ = RrxeCq::post(qp.send_cq(), &w, false);
     }
