@@ -23,7 +23,10 @@ use crate::{
         device::Device,
         eopnotsupp,
         lock::SpinLockIrq,
-        queue::QueueBuf,
+        queue::{
+            QueueBuf,
+            MMINFO_SIZE, //
+        },
         trace,
         udata::Udata,
         wc::{
@@ -92,7 +95,10 @@ pub(crate) struct RrxeCq {
     overrun_due: Atomic<bool>,
 }
 
-fn new_ring(geo: &QueueGeometry, udata: Option<&Udata>) -> Result<(Ring, Option<[u8; 16]>)> {
+fn new_ring(
+    geo: &QueueGeometry,
+    udata: Option<&Udata>,
+) -> Result<(Ring, Option<[u8; MMINFO_SIZE]>)> {
     match udata {
         Some(udata) => {
             let mut buf = QueueBuf::new(geo.buf_size())?;

@@ -46,7 +46,8 @@ use crate::{
         ah::NetworkType,
         qp::{
             Qp,
-            QpState, //
+            QpState,
+            QKEY_USE_QP, //
         },
         wc::{
             WcOpcode,
@@ -81,9 +82,6 @@ use super::{
 
 /// Bytes of the GRH area at the start of a UD receive buffer.
 pub(crate) const GRH_LEN: usize = 40;
-/// A Q_Key with this bit set in a send WR means "use the QP's Q_Key"
-/// (IBTA Vol 1 §10.2.5, C10-15).
-const QKEY_USE_QP: u32 = 0x8000_0000;
 
 /// The path MTU of a UD QP: the port's active MTU.
 fn mtu(qp: &Qp<Rrxe>) -> u32 {

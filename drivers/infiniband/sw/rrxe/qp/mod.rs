@@ -47,6 +47,7 @@ use crate::{
             ResDetails,
             SendWr, //
         },
+        queue,
         udata::Udata,
         wc::{
             Wc,
@@ -104,8 +105,6 @@ use super::{
 pub(crate) const MAX_INLINE_DATA: u32 = 512;
 /// QP number of the GSI QP.
 const GSI_QPN: u32 = 1;
-/// Size of `struct rxe_create_qp_resp`.
-const CREATE_QP_RESP_SIZE: usize = 32;
 /// Most requests held while a READ is being answered or on-demand memory
 /// faulted in (the requester has at most `max_rd_atomic` READs and a
 /// window of packets outstanding; a UC requester has no window, and what
@@ -239,7 +238,7 @@ fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: WcOpcode) -> Wc {
 /// The checks of `create_qp` that need no allocation (`rxe_qp_chk_init`).
 fn check_create(attr: &QpInitAttr, udata: Option<&Udata>) -> Result {
     if let Some(udata) = udata {
-        if udata.inlen() != 0 || udata.outlen() < CREATE_QP_RESP_SIZE {
+        if udata.inlen() != 0 || udata.outlen() < queue::CREATE_QP_RESP_SIZE {
             return Err(EINVAL);
         }
     }
@@ -312,7 +311,7 @@ fn make_queues(attr: &QpInitAttr, udata: Option<&Udata>) -> Result<(Wq, Option<W
     cap.max_send_sge = sge;
     cap.max_inline_data = inline;
     let (rq, rq_mi) = if attr.has_srq {
-        (None, [0u8; 16])
+        (None, [0u8; queue::MMINFO_SIZE])
     } else {
         let (rq, mi) = Wq::new(
             cap.max_recv_wr,
@@ -323,10 +322,7 @@ fn make_queues(attr: &QpInitAttr, udata: Option<&Udata>) -> Result<(Wq, Option<W
         (Some(rq), mi)
     };
     if let Some(udata) = udata {
-        let mut resp = [0u8; CREATE_QP_RESP_SIZE];
-        resp[..16].copy_from_slice(&rq_mi);
-        resp[16..].copy_from_slice(&sq_mi);
-        udata.copy_to(&resp)?;
+        udata.copy_to(&queue::create_qp_resp(&rq_mi, &sq_mi))?;
     }
     Ok((sq, rq, cap))
 }
