@@ -16,6 +16,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/rdma_user_rxe.h>
 
 /* The provider's tracepoints: only their enumeration is allowlisted. */
 #include "../helpers/rrxe_trace.h"

@@ -17,6 +17,7 @@ use crate::{
     rdma::udata::Udata, //
 };
 use core::{
+    mem::offset_of,
     ptr::NonNull,
     sync::atomic::{
         AtomicU32,
@@ -24,6 +25,42 @@ use core::{
     },
 };
 use kernel::prelude::*;
+
+/// Size of the rxe ABI's `struct mminfo`, where user space finds a queue.
+pub const MMINFO_SIZE: usize = size_of::<bindings::mminfo>();
+/// Size of `struct rxe_create_qp_resp`, the answer to a user `create_qp`.
+pub const CREATE_QP_RESP_SIZE: usize = size_of::<bindings::rxe_create_qp_resp>();
+/// Size of `struct rxe_create_srq_resp`, the answer to a user
+/// `create_srq`.
+pub const CREATE_SRQ_RESP_SIZE: usize = size_of::<bindings::rxe_create_srq_resp>();
+
+/// `struct rxe_create_qp_resp`: the `struct mminfo` of the receive queue
+/// (zero with an SRQ) and of the send queue.
+pub fn create_qp_resp(
+    rq_mi: &[u8; MMINFO_SIZE],
+    sq_mi: &[u8; MMINFO_SIZE],
+) -> [u8; CREATE_QP_RESP_SIZE] {
+    // Each field lies within the struct, so no range below is out of
+    // bounds.
+    let rq = offset_of!(bindings::rxe_create_qp_resp, rq_mi);
+    let sq = offset_of!(bindings::rxe_create_qp_resp, sq_mi);
+    let mut b = [0u8; CREATE_QP_RESP_SIZE];
+    b[rq..rq + MMINFO_SIZE].copy_from_slice(rq_mi);
+    b[sq..sq + MMINFO_SIZE].copy_from_slice(sq_mi);
+    b
+}
+
+/// `struct rxe_create_srq_resp`: the `struct mminfo` of the SRQ's queue and
+/// its number.
+pub fn create_srq_resp(mi: &[u8; MMINFO_SIZE], srq_num: u32) -> [u8; CREATE_SRQ_RESP_SIZE] {
+    // As above: the fields lie within the struct.
+    let m = offset_of!(bindings::rxe_create_srq_resp, mi);
+    let n = offset_of!(bindings::rxe_create_srq_resp, srq_num);
+    let mut b = [0u8; CREATE_SRQ_RESP_SIZE];
+    b[m..m + MMINFO_SIZE].copy_from_slice(mi);
+    b[n..n + 4].copy_from_slice(&srq_num.to_ne_bytes());
+    b
+}
 
 /// Where user space finds a queue: `struct mminfo` of the rxe ABI.
 #[derive(Clone, Copy, Default, Debug)]
@@ -35,11 +72,13 @@ pub struct MmapInfo {
 }
 
 impl MmapInfo {
-    /// The 16-byte `struct mminfo`.
-    pub fn to_bytes(self) -> [u8; 16] {
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&self.offset.to_ne_bytes());
-        b[8..12].copy_from_slice(&self.size.to_ne_bytes());
+    /// The `struct mminfo`.
+    pub fn to_bytes(self) -> [u8; MMINFO_SIZE] {
+        let o = offset_of!(bindings::mminfo, offset);
+        let s = offset_of!(bindings::mminfo, size);
+        let mut b = [0u8; MMINFO_SIZE];
+        b[o..o + 8].copy_from_slice(&self.offset.to_ne_bytes());
+        b[s..s + 4].copy_from_slice(&self.size.to_ne_bytes());
         b
     }
 }

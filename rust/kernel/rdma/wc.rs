@@ -19,40 +19,43 @@ pub const WC_WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
 /// `IB_WC_WITH_INVALIDATE`.
 pub const WC_WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
 
-/// Completion opcodes (`enum ib_wc_opcode`; `struct ib_uverbs_wc` carries
-/// the same numbers).
-pub mod wc_opcode {
-    use crate::bindings;
+/// Completion opcode (`enum ib_wc_opcode`; `struct ib_uverbs_wc` carries
+/// the same numbers). The masked atomics and LSO, which rxe never
+/// completes, are left out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum WcOpcode {
     /// `IB_WC_SEND`.
-    pub const SEND: u32 = bindings::ib_wc_opcode_IB_WC_SEND;
+    Send = bindings::ib_wc_opcode_IB_WC_SEND,
     /// `IB_WC_RDMA_WRITE`.
-    pub const RDMA_WRITE: u32 = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE;
+    RdmaWrite = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
     /// `IB_WC_RDMA_READ`.
-    pub const RDMA_READ: u32 = bindings::ib_wc_opcode_IB_WC_RDMA_READ;
+    RdmaRead = bindings::ib_wc_opcode_IB_WC_RDMA_READ,
     /// `IB_WC_COMP_SWAP`.
-    pub const COMP_SWAP: u32 = bindings::ib_wc_opcode_IB_WC_COMP_SWAP;
+    CompSwap = bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
     /// `IB_WC_FETCH_ADD`.
-    pub const FETCH_ADD: u32 = bindings::ib_wc_opcode_IB_WC_FETCH_ADD;
+    FetchAdd = bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
     /// `IB_WC_BIND_MW`.
-    pub const BIND_MW: u32 = bindings::ib_wc_opcode_IB_WC_BIND_MW;
+    BindMw = bindings::ib_wc_opcode_IB_WC_BIND_MW,
     /// `IB_WC_LOCAL_INV`.
-    pub const LOCAL_INV: u32 = bindings::ib_wc_opcode_IB_WC_LOCAL_INV;
-    /// `IB_WC_LSO`.
-    pub const LSO: u32 = bindings::ib_wc_opcode_IB_WC_LSO;
+    LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
     /// `IB_WC_ATOMIC_WRITE`.
-    pub const ATOMIC_WRITE: u32 = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
+    AtomicWrite = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
     /// `IB_WC_REG_MR`.
-    pub const REG_MR: u32 = bindings::ib_wc_opcode_IB_WC_REG_MR;
-    /// `IB_WC_MASKED_COMP_SWAP`.
-    pub const MASKED_COMP_SWAP: u32 = bindings::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP;
-    /// `IB_WC_MASKED_FETCH_ADD`.
-    pub const MASKED_FETCH_ADD: u32 = bindings::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD;
+    RegMr = bindings::ib_wc_opcode_IB_WC_REG_MR,
     /// `IB_WC_FLUSH`.
-    pub const FLUSH: u32 = bindings::ib_wc_opcode_IB_WC_FLUSH;
+    Flush = bindings::ib_wc_opcode_IB_WC_FLUSH,
     /// `IB_WC_RECV`.
-    pub const RECV: u32 = bindings::ib_wc_opcode_IB_WC_RECV;
+    Recv = bindings::ib_wc_opcode_IB_WC_RECV,
     /// `IB_WC_RECV_RDMA_WITH_IMM`.
-    pub const RECV_RDMA_WITH_IMM: u32 = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM;
+    RecvRdmaWithImm = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+}
+
+impl WcOpcode {
+    /// The C value.
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
 }
 
 /// Size of `struct ib_uverbs_wc`.
@@ -98,8 +101,8 @@ pub struct Wc {
     pub wr_id: u64,
     /// Completion status.
     pub status: WcStatus,
-    /// `enum ib_wc_opcode` (same numbering for user space).
-    pub opcode: u32,
+    /// Completion opcode.
+    pub opcode: WcOpcode,
     /// Bytes transferred.
     pub byte_len: u32,
     /// Immediate data (big endian, as received) or invalidated rkey.
@@ -135,7 +138,7 @@ impl Wc {
         let mut b = [0u8; UVERBS_WC_SIZE];
         b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
         b[8..12].copy_from_slice(&(self.status as u32).to_ne_bytes());
-        b[12..16].copy_from_slice(&self.opcode.to_ne_bytes());
+        b[12..16].copy_from_slice(&self.opcode.raw().to_ne_bytes());
         b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
         b[24..28].copy_from_slice(&self.ex.to_ne_bytes());
         b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
@@ -152,7 +155,7 @@ impl Wc {
         *wc = unsafe { core::mem::zeroed() };
         wc.__bindgen_anon_1.bindgen_union_field = self.wr_id;
         wc.status = self.status as u32;
-        wc.opcode = self.opcode;
+        wc.opcode = self.opcode.raw();
         wc.byte_len = self.byte_len;
         wc.ex.bindgen_union_field = self.ex;
         wc.src_qp = self.src_qp;

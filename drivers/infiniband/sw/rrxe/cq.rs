@@ -23,7 +23,10 @@ use crate::{
         device::Device,
         eopnotsupp,
         lock::SpinLockIrq,
-        queue::QueueBuf,
+        queue::{
+            QueueBuf,
+            MMINFO_SIZE, //
+        },
         trace,
         udata::Udata,
         wc::{
@@ -92,7 +95,10 @@ pub(crate) struct RrxeCq {
     overrun_due: Atomic<bool>,
 }
 
-fn new_ring(geo: &QueueGeometry, udata: Option<&Udata>) -> Result<(Ring, Option<[u8; 16]>)> {
+fn new_ring(
+    geo: &QueueGeometry,
+    udata: Option<&Udata>,
+) -> Result<(Ring, Option<[u8; MMINFO_SIZE]>)> {
     match udata {
         Some(udata) => {
             let mut buf = QueueBuf::new(geo.buf_size())?;
@@ -272,7 +278,7 @@ impl RrxeCq {
         if wc.status != WcStatus::Success {
             // CAST: `enum ib_wc_status`, as the event shows it.
             let status = wc.status as u32;
-            trace::wc_error(cq.device(), wc.qp_num, wc.wr_id, status, wc.opcode);
+            trace::wc_error(cq.device(), wc.qp_num, wc.wr_id, status, wc.opcode.raw());
         }
         let mut inner = cq.inner.lock();
         if let Err(e) = inner.push(wc) {

@@ -9,6 +9,7 @@
 //! device.  Capability *flags* are only advertised once the feature works in
 //! rrxe; see [`DEVICE_CAP_FLAGS`].
 
+use crate::proto::rc::MAX_QP_RD_ATOM;
 use crate::rdma::{
     attr::{
         odp_support,
@@ -144,9 +145,11 @@ pub(crate) fn device_attr(sys_image_guid: Guid) -> DeviceAttr {
         max_cqe: (1 << MAX_LOG_CQE) - 1,
         max_mr: MAX_MR_INDEX - MIN_MR_INDEX,
         max_pd: DEFAULT_MAX_VALUE,
-        max_qp_rd_atom: 128,
+        // CAST: 128 fits in i32.
+        max_qp_rd_atom: MAX_QP_RD_ATOM as i32,
         max_res_rd_atom: 0x3f000,
-        max_qp_init_rd_atom: 128,
+        // CAST: as above.
+        max_qp_init_rd_atom: MAX_QP_RD_ATOM as i32,
         // CmpSwap and FetchAdd, atomic with respect to the device's own
         // atomics, as the C driver.
         atomic_cap: AtomicCap::Hca,

@@ -10,6 +10,7 @@ use crate::{
         device::Device,
         lock::SpinLockIrq,
         qp::RecvWr,
+        queue,
         srq::{
             Srq,
             SrqAttr,
@@ -44,9 +45,6 @@ use super::{
     },
     verbs::Rrxe, //
 };
-
-/// Size of `struct rxe_create_srq_resp`.
-const CREATE_SRQ_RESP_SIZE: usize = 24;
 
 /// Most WQEs a resize copies with the SRQ's lock held (up to 128 KiB of
 /// slots at the largest WQE).
@@ -92,7 +90,7 @@ impl RrxeSrq {
         udata: Option<&Udata>,
     ) -> Result<impl PinInit<Self, Error>> {
         if let Some(udata) = udata {
-            if udata.outlen() < CREATE_SRQ_RESP_SIZE {
+            if udata.outlen() < queue::CREATE_SRQ_RESP_SIZE {
                 return Err(EINVAL);
             }
         }
@@ -105,10 +103,7 @@ impl RrxeSrq {
         let made = (|| -> Result<Wq> {
             let (rq, mi) = Wq::new(max_wr, qp_check::recv_wqe_size(max_sge), udata)?;
             if let Some(udata) = udata {
-                let mut resp = [0u8; CREATE_SRQ_RESP_SIZE];
-                resp[..16].copy_from_slice(&mi);
-                resp[16..20].copy_from_slice(&srq_num.to_ne_bytes());
-                udata.copy_to(&resp)?;
+                udata.copy_to(&queue::create_srq_resp(&mi, srq_num))?;
             }
             Ok(rq)
         })();

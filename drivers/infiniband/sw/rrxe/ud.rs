@@ -19,7 +19,6 @@
 
 use crate::proto::wr::{
     self,
-    wc as wc_op,
     Service,
     Work, //
 };
@@ -47,9 +46,11 @@ use crate::{
         ah::NetworkType,
         qp::{
             Qp,
-            QpState, //
+            QpState,
+            QKEY_USE_QP, //
         },
         wc::{
+            WcOpcode,
             WcStatus,
             WC_GRH,
             WC_WITH_IMM, //
@@ -81,9 +82,6 @@ use super::{
 
 /// Bytes of the GRH area at the start of a UD receive buffer.
 pub(crate) const GRH_LEN: usize = 40;
-/// A Q_Key with this bit set in a send WR means "use the QP's Q_Key"
-/// (IBTA Vol 1 §10.2.5, C10-15).
-const QKEY_USE_QP: u32 = 0x8000_0000;
 
 /// The path MTU of a UD QP: the port's active MTU.
 fn mtu(qp: &Qp<Rrxe>) -> u32 {
@@ -110,7 +108,7 @@ fn complete_send(
     if status != WcStatus::Success || signaled {
         let _ = RrxeCq::post(
             qp.send_cq(),
-            &wc(qp, wr_id, status, wc_op::SEND, len),
+            &wc(qp, wr_id, status, WcOpcode::Send, len),
             false,
         );
     }
@@ -392,7 +390,7 @@ pub(crate) fn on_request(
             .map_or(0, |b| u64::from_ne_bytes(*b));
         let _ = RrxeCq::post(
             qp.recv_cq(),
-            &wc(qp, wr_id, WcStatus::LocQpOpErr, wc_op::RECV, 0),
+            &wc(qp, wr_id, WcStatus::LocQpOpErr, WcOpcode::Recv, 0),
             false,
         );
         return;
@@ -424,7 +422,7 @@ pub(crate) fn on_request(
         }
     }
     consume_ud_recv(st);
-    let mut w = wc(qp, r.wr_id, WcStatus::Success, wc_op::RECV, 0);
+    let mut w = wc(qp, r.wr_id, WcStatus::Success, WcOpcode::Recv, 0);
     match placed {
         Ok(()) => {
             // CAST: one packet's payload.

@@ -70,7 +70,8 @@ pub use wr::{
     SendFlags,
     SendWr,
     Sge,
-    UdArgs, //
+    UdArgs,
+    QKEY_USE_QP, //
 };
 
 /// An asynchronous event of a QP (`enum ib_event_type`).

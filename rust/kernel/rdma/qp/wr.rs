@@ -163,6 +163,10 @@ pub mod flush {
     pub const MR: u32 = bindings::ib_selectivity_level_IB_FLUSH_MR;
 }
 
+/// `IB_QP_SET_QKEY`: a datagram send WR whose `remote_qkey` has this bit
+/// set is sent with the QP's own Q_Key (IBTA Vol 1 §10.2.5, C10-15).
+pub const QKEY_USE_QP: u32 = bindings::IB_QP_SET_QKEY;
+
 /// Work request opcodes (`enum ib_wr_opcode`).
 pub mod wr_opcode {
     use crate::bindings;

@@ -343,11 +343,18 @@ impl<S: DerefMut<Target = [Option<(Psn, u64)>]>> AtomicReplies<S> {
     }
 }
 
-/// READs the responder remembers for duplicates. rxe and rrxe grant up to
-/// 128 outstanding (`max_qp_rd_atom`); a duplicate of a READ older than the
-/// last 16 is dropped, and its requester retries until it gives up (the C
-/// driver keeps `max_dest_rd_atomic` of them).
-pub const READ_HISTORY: usize = 16;
+/// Most READs and atomics a QP may have outstanding, the device's
+/// `max_qp_rd_atom` (as the C driver's `RXE_MAX_QP_RD_ATOM`): the largest
+/// `max_rd_atomic`, and the largest `max_dest_rd_atomic` once rounded
+/// ([`super::qp_check::round_rd_atomic`]).
+pub const MAX_QP_RD_ATOM: u32 = 128;
+
+/// READs the responder remembers for duplicates: as many as a requester
+/// may have outstanding, [`MAX_QP_RD_ATOM`] (the C driver keeps
+/// `max_dest_rd_atomic` of them, `qp->resp.resources`). With fewer, a
+/// duplicate of a READ that was still outstanding could be forgotten and
+/// dropped, and its requester retry until it gives up (RETRY_EXC_ERR).
+pub const READ_HISTORY: usize = MAX_QP_RD_ATOM as usize;
 
 /// An RDMA READ being answered (IBTA Vol 1 §9.7.4.1.6): the memory was
 /// checked when the request was accepted, and the responses go out a batch
@@ -376,14 +383,25 @@ pub struct ReadStream {
 /// The READs a responder accepted last, by arrival (a ring of
 /// [`READ_HISTORY`]), so that a duplicate one is answered as a
 /// continuation of the original's responses.
-#[derive(Default)]
-pub struct ReadHistory {
-    reads: [Option<ReadStream>; READ_HISTORY],
+///
+/// The ring is storage `S` the owner provides (a slice behind a heap
+/// vector in the kernel), as for [`AtomicReplies`]: 128 entries of 40
+/// bytes are too many for a stack frame.
+pub struct ReadHistory<S> {
+    reads: S,
     /// Where the next accepted READ goes.
     next: usize,
 }
 
-impl ReadHistory {
+impl<S: DerefMut<Target = [Option<ReadStream>]>> ReadHistory<S> {
+    /// A history kept in `reads` ([`READ_HISTORY`] of them), which it
+    /// clears.
+    pub fn new(reads: S) -> Self {
+        let mut h = ReadHistory { reads, next: 0 };
+        h.clear();
+        h
+    }
+
     /// Forgets every READ, in place (no copy of the table on the stack).
     pub fn clear(&mut self) {
         self.reads.iter_mut().for_each(|r| *r = None);
@@ -395,7 +413,7 @@ impl ReadHistory {
         if let Some(slot) = self.reads.get_mut(self.next) {
             *slot = Some(r);
         }
-        self.next = (self.next + 1) % READ_HISTORY;
+        self.next = (self.next + 1) % self.reads.len().max(1);
     }
 
     /// The remembered READ whose responses include `psn` (a zero-length
@@ -681,13 +699,19 @@ mod tests {
         }
     }
 
+    /// A history in storage that held stale READs, as the kernel's does
+    /// after the QP's last reset.
+    fn history() -> ReadHistory<Vec<Option<ReadStream>>> {
+        ReadHistory::new(vec![Some(read_at(7, 8, 1)); READ_HISTORY])
+    }
+
     fn reth(va: u64, rkey: u32, dma_len: u32) -> Reth {
         Reth { va, rkey, dma_len }
     }
 
     #[test]
     fn duplicate_reads() {
-        let mut h = ReadHistory::default();
+        let mut h = history();
         let orig = read_at(Psn::MASK - 1, 4096, 5);
         let (va, rkey) = (orig.va, orig.rkey);
         // Not remembered: dropped. Before 15d6b60 this READ was run as a
@@ -729,7 +753,7 @@ mod tests {
     fn duplicate_read_keeps_its_mtu() {
         // Accepted at 4096; the MTU since dropped to 1024. The repeat from
         // its 2nd PSN is the rest of the original's packets, at 4096.
-        let mut h = ReadHistory::default();
+        let mut h = history();
         let orig = ReadStream {
             count: 4,
             mtu: PathMtu::Mtu4096,
@@ -746,7 +770,7 @@ mod tests {
 
     #[test]
     fn read_history_forgets_the_oldest() {
-        let mut h = ReadHistory::default();
+        let mut h = history();
         // READ_HISTORY single-packet READs, then one more.
         for i in 0..=READ_HISTORY as u32 {
             h.record(read_at(1000 + i, 8, i));
@@ -758,6 +782,36 @@ mod tests {
             r(1000 + READ_HISTORY as u32),
             Some(read_at(1000 + READ_HISTORY as u32, 8, READ_HISTORY as u32))
         );
+    }
+
+    #[test]
+    fn read_history_holds_max_dest_rd_atomic() {
+        // A requester with the most READs a QP may have outstanding
+        // (max_dest_rd_atomic of 128) gets its oldest answered again; a
+        // 16-entry ring dropped it, and the requester ended in
+        // RETRY_EXC_ERR.
+        let mut h = history();
+        assert_eq!(h.find(Psn::new(7)), None);
+        let first = Psn::MASK - 9;
+        for i in 0..MAX_QP_RD_ATOM {
+            h.record(read_at((first + i) & Psn::MASK, 8, i));
+        }
+        let (va, rkey) = (0x7f00_0000_1000, 0x0012_3456);
+        for i in 0..MAX_QP_RD_ATOM {
+            let psn = (first + i) & Psn::MASK;
+            assert_eq!(
+                h.replay(Psn::new(psn), &reth(va, rkey, 8)),
+                Some(read_at(psn, 8, i))
+            );
+        }
+        // One more forgets the oldest only.
+        h.record(read_at(
+            first.wrapping_add(MAX_QP_RD_ATOM) & Psn::MASK,
+            8,
+            0,
+        ));
+        assert_eq!(h.find(Psn::new(first)), None);
+        assert!(h.find(Psn::new(first + 1)).is_some());
     }
 
     #[test]

@@ -6,10 +6,9 @@
 //! in.
 //!
 //! The opcodes are `enum ib_wr_opcode`, numerically the `IBV_WR_*` user
-//! space writes into its send queue (rdma-core keeps them equal) and the
-//! completion opcodes `enum ib_wc_opcode`, which `struct ib_uverbs_wc`
-//! carries unchanged. The module checks both against the kernel's bindings
-//! at compile time (`qp::wr`).
+//! space writes into its send queue (rdma-core keeps them equal); the
+//! module checks them against the kernel's bindings at compile time
+//! (`qp::wr`). Completion opcodes are named, not numbered ([`WcKind`]).
 
 #![forbid(unsafe_code)]
 
@@ -51,32 +50,32 @@ pub const IB_WR_ATOMIC_WRITE: u32 = 15;
 /// pointer, so a user WQE carrying this opcode must be rejected.
 pub const IB_WR_REG_MR: u32 = 0x20;
 
-/// Completion opcodes (`enum ib_wc_opcode`).
-pub mod wc {
-    /// `IB_WC_SEND`.
-    pub const SEND: u32 = 0;
+/// The completion opcode of a send WQE (`enum ib_wc_opcode`'s send-side
+/// members), by name only: the kernel glue maps each to the kernel's
+/// value, so no number is typed here twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WcKind {
+    /// `IB_WC_SEND`; the default, as `IB_WC_SEND` is 0.
+    #[default]
+    Send,
     /// `IB_WC_RDMA_WRITE`.
-    pub const RDMA_WRITE: u32 = 1;
+    RdmaWrite,
     /// `IB_WC_RDMA_READ`.
-    pub const RDMA_READ: u32 = 2;
+    RdmaRead,
     /// `IB_WC_COMP_SWAP`.
-    pub const COMP_SWAP: u32 = 3;
+    CompSwap,
     /// `IB_WC_FETCH_ADD`.
-    pub const FETCH_ADD: u32 = 4;
+    FetchAdd,
     /// `IB_WC_BIND_MW`.
-    pub const BIND_MW: u32 = 5;
+    BindMw,
     /// `IB_WC_LOCAL_INV`.
-    pub const LOCAL_INV: u32 = 6;
-    /// `IB_WC_FLUSH`.
-    pub const FLUSH: u32 = 8;
+    LocalInv,
     /// `IB_WC_ATOMIC_WRITE`.
-    pub const ATOMIC_WRITE: u32 = 9;
+    AtomicWrite,
     /// `IB_WC_REG_MR`.
-    pub const REG_MR: u32 = 10;
-    /// `IB_WC_RECV`: the first receive-side opcode.
-    pub const RECV: u32 = 1 << 7;
-    /// `IB_WC_RECV_RDMA_WITH_IMM`.
-    pub const RECV_RDMA_WITH_IMM: u32 = RECV + 1;
+    RegMr,
+    /// `IB_WC_FLUSH`.
+    Flush,
 }
 
 /// The QP types a table entry names; GSI counts as UD.
@@ -155,7 +154,7 @@ pub struct WrOpcodeInfo {
     /// execute (as the C requester's `next_opcode()` fails).
     pub work: Option<Work>,
     /// The completion opcode (`wr_to_wc_opcode()`).
-    pub wc_opcode: u32,
+    pub wc_opcode: WcKind,
     /// May carry inline data (`WR_INLINE_MASK`).
     pub inline: bool,
     /// Addresses remote memory through the WR's `rdma` member
@@ -193,7 +192,7 @@ const fn entry(
     posted_on: Services,
     executed_on: Services,
     work: Option<Work>,
-    wc_opcode: u32,
+    wc_opcode: WcKind,
 ) -> WrOpcodeInfo {
     WrOpcodeInfo {
         opcode,
@@ -232,42 +231,42 @@ static TABLE: [WrOpcodeInfo; 14] = {
             S::CONNECTED,
             S::CONNECTED,
             Some(Work::Msg(MessageKind::RdmaWrite)),
-            wc::RDMA_WRITE,
+            WcKind::RdmaWrite,
         ))),
         inline(rdma(entry(
             IB_WR_RDMA_WRITE_WITH_IMM,
             S::CONNECTED,
             S::CONNECTED,
             Some(Work::Msg(MessageKind::RdmaWriteWithImm)),
-            wc::RDMA_WRITE,
+            WcKind::RdmaWrite,
         ))),
         inline(entry(
             IB_WR_SEND,
             S::ALL,
             S::ALL,
             Some(Work::Msg(MessageKind::Send)),
-            wc::SEND,
+            WcKind::Send,
         )),
         inline(entry(
             IB_WR_SEND_WITH_IMM,
             S::ALL,
             S::ALL,
             Some(Work::Msg(MessageKind::SendWithImm)),
-            wc::SEND,
+            WcKind::Send,
         )),
         inline(entry(
             IB_WR_SEND_WITH_INV,
             S::CONNECTED,
             S::RC,
             Some(Work::Msg(MessageKind::SendWithInv)),
-            wc::SEND,
+            WcKind::Send,
         )),
         rdma(entry(
             IB_WR_RDMA_READ,
             S::RC,
             S::RC,
             Some(Work::Read),
-            wc::RDMA_READ,
+            WcKind::RdmaRead,
         )),
         // Taken from kernel consumers as the C driver's table does, but its
         // requester has no packet for it (`next_opcode()`), nor has rrxe's.
@@ -276,50 +275,50 @@ static TABLE: [WrOpcodeInfo; 14] = {
             S::RC,
             S::NONE,
             None,
-            wc::RDMA_READ,
+            WcKind::RdmaRead,
         )),
         atomic(entry(
             IB_WR_ATOMIC_CMP_AND_SWP,
             S::RC,
             S::RC,
             Some(Work::Atomic),
-            wc::COMP_SWAP,
+            WcKind::CompSwap,
         )),
         atomic(entry(
             IB_WR_ATOMIC_FETCH_AND_ADD,
             S::RC,
             S::RC,
             Some(Work::Atomic),
-            wc::FETCH_ADD,
+            WcKind::FetchAdd,
         )),
         entry(
             IB_WR_ATOMIC_WRITE,
             S::RC,
             S::RC,
             Some(Work::AtomicWrite),
-            wc::ATOMIC_WRITE,
+            WcKind::AtomicWrite,
         ),
-        entry(IB_WR_FLUSH, S::RC, S::RC, Some(Work::Flush), wc::FLUSH),
+        entry(IB_WR_FLUSH, S::RC, S::RC, Some(Work::Flush), WcKind::Flush),
         entry(
             IB_WR_LOCAL_INV,
             S::RC,
             S::CONNECTED,
             Some(Work::Local),
-            wc::LOCAL_INV,
+            WcKind::LocalInv,
         ),
         entry(
             IB_WR_REG_MR,
             S::RC,
             S::CONNECTED,
             Some(Work::Local),
-            wc::REG_MR,
+            WcKind::RegMr,
         ),
         entry(
             IB_WR_BIND_MW,
             S::CONNECTED,
             S::CONNECTED,
             Some(Work::Local),
-            wc::BIND_MW,
+            WcKind::BindMw,
         ),
     ]
 };
@@ -425,20 +424,20 @@ mod tests {
     #[test]
     fn completion_opcodes_and_work() {
         let expect = [
-            (IB_WR_RDMA_WRITE, wc::RDMA_WRITE),
-            (IB_WR_RDMA_WRITE_WITH_IMM, wc::RDMA_WRITE),
-            (IB_WR_SEND, wc::SEND),
-            (IB_WR_SEND_WITH_IMM, wc::SEND),
-            (IB_WR_SEND_WITH_INV, wc::SEND),
-            (IB_WR_RDMA_READ, wc::RDMA_READ),
-            (IB_WR_RDMA_READ_WITH_INV, wc::RDMA_READ),
-            (IB_WR_ATOMIC_CMP_AND_SWP, wc::COMP_SWAP),
-            (IB_WR_ATOMIC_FETCH_AND_ADD, wc::FETCH_ADD),
-            (IB_WR_ATOMIC_WRITE, wc::ATOMIC_WRITE),
-            (IB_WR_FLUSH, wc::FLUSH),
-            (IB_WR_LOCAL_INV, wc::LOCAL_INV),
-            (IB_WR_REG_MR, wc::REG_MR),
-            (IB_WR_BIND_MW, wc::BIND_MW),
+            (IB_WR_RDMA_WRITE, WcKind::RdmaWrite),
+            (IB_WR_RDMA_WRITE_WITH_IMM, WcKind::RdmaWrite),
+            (IB_WR_SEND, WcKind::Send),
+            (IB_WR_SEND_WITH_IMM, WcKind::Send),
+            (IB_WR_SEND_WITH_INV, WcKind::Send),
+            (IB_WR_RDMA_READ, WcKind::RdmaRead),
+            (IB_WR_RDMA_READ_WITH_INV, WcKind::RdmaRead),
+            (IB_WR_ATOMIC_CMP_AND_SWP, WcKind::CompSwap),
+            (IB_WR_ATOMIC_FETCH_AND_ADD, WcKind::FetchAdd),
+            (IB_WR_ATOMIC_WRITE, WcKind::AtomicWrite),
+            (IB_WR_FLUSH, WcKind::Flush),
+            (IB_WR_LOCAL_INV, WcKind::LocalInv),
+            (IB_WR_REG_MR, WcKind::RegMr),
+            (IB_WR_BIND_MW, WcKind::BindMw),
         ];
         assert_eq!(expect.len(), all().len());
         for (op, wc) in expect {

@@ -30,7 +30,6 @@ use crate::{
         Caps,
         Limits, //
     },
-    proto::wr::wc as wc_op,
     rdma::{
         eopnotsupp,
         lock::SpinLockIrq,
@@ -48,9 +47,11 @@ use crate::{
             ResDetails,
             SendWr, //
         },
+        queue,
         udata::Udata,
         wc::{
             Wc,
+            WcOpcode,
             WcStatus, //
         },
     },
@@ -104,8 +105,6 @@ use super::{
 pub(crate) const MAX_INLINE_DATA: u32 = 512;
 /// QP number of the GSI QP.
 const GSI_QPN: u32 = 1;
-/// Size of `struct rxe_create_qp_resp`.
-const CREATE_QP_RESP_SIZE: usize = 32;
 /// Most requests held while a READ is being answered or on-demand memory
 /// faulted in (the requester has at most `max_rd_atomic` READs and a
 /// window of packets outstanding; a UC requester has no window, and what
@@ -218,7 +217,7 @@ fn zeroed_vec<T: Clone + Default>(n: usize) -> Result<KVVec<T>> {
     Ok(v)
 }
 
-fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
+fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: WcOpcode) -> Wc {
     Wc {
         wr_id,
         status: WcStatus::WrFlushErr,
@@ -239,7 +238,7 @@ fn flush_wc(qp: &Qp<Rrxe>, wr_id: u64, opcode: u32) -> Wc {
 /// The checks of `create_qp` that need no allocation (`rxe_qp_chk_init`).
 fn check_create(attr: &QpInitAttr, udata: Option<&Udata>) -> Result {
     if let Some(udata) = udata {
-        if udata.inlen() != 0 || udata.outlen() < CREATE_QP_RESP_SIZE {
+        if udata.inlen() != 0 || udata.outlen() < queue::CREATE_QP_RESP_SIZE {
             return Err(EINVAL);
         }
     }
@@ -312,7 +311,7 @@ fn make_queues(attr: &QpInitAttr, udata: Option<&Udata>) -> Result<(Wq, Option<W
     cap.max_send_sge = sge;
     cap.max_inline_data = inline;
     let (rq, rq_mi) = if attr.has_srq {
-        (None, [0u8; 16])
+        (None, [0u8; queue::MMINFO_SIZE])
     } else {
         let (rq, mi) = Wq::new(
             cap.max_recv_wr,
@@ -323,10 +322,7 @@ fn make_queues(attr: &QpInitAttr, udata: Option<&Udata>) -> Result<(Wq, Option<W
         (Some(rq), mi)
     };
     if let Some(udata) = udata {
-        let mut resp = [0u8; CREATE_QP_RESP_SIZE];
-        resp[..16].copy_from_slice(&rq_mi);
-        resp[16..].copy_from_slice(&sq_mi);
-        udata.copy_to(&resp)?;
+        udata.copy_to(&queue::create_qp_resp(&rq_mi, &sq_mi))?;
     }
     Ok((sq, rq, cap))
 }
@@ -356,7 +352,7 @@ impl RrxeQp {
         let sq_meta = zeroed_vec::<WqeMeta>(sq.geo.slots() as usize)?;
         let sq_snap = zeroed_vec::<u8>(sq.geo.elem_size())?;
         let rq_snap = zeroed_vec::<u8>(qp_check::recv_wqe_size(param::MAX_SGE as u32) as usize)?;
-        let atomics = Resp::atomics_storage()?;
+        let resp_storage = Resp::storage()?;
         // Counted once nothing can fail any more (C11-17: a CQ with work
         // queues cannot be destroyed): every field of the init below is
         // infallible, so it cannot fail after this either.
@@ -378,7 +374,7 @@ impl RrxeQp {
                     path: Path::default(),
                     tx: None,
                     req: Req::default(),
-                    resp: Resp::new(atomics),
+                    resp: Resp::new(resp_storage),
                     ud_route_tries: 0,
                     odp: Default::default(),
                 },
@@ -408,7 +404,7 @@ impl RrxeQp {
         st.resp.drop_read();
         Self::retire_held(qp);
         if let Some(wr_id) = st.resp.take_srq_recv() {
-            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, wc_op::RECV), false);
+            let _ = RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, WcOpcode::Recv), false);
         }
         // Both producer indices are read once (user space may move them
         // all the time), and one call flushes a bounded number of WQEs
@@ -420,7 +416,10 @@ impl RrxeQp {
                 return qp.kick();
             }
             budget -= 1;
-            if RrxeCq::post(qp.send_cq(), &flush_wc(qp, wr_id, 0), false).is_err() {
+            // Zero, `IB_WC_SEND`, whatever the WQE was, as the C driver
+            // leaves it: a flushed completion's opcode means nothing.
+            let w = flush_wc(qp, wr_id, WcOpcode::Send);
+            if RrxeCq::post(qp.send_cq(), &w, false).is_err() {
                 break;
             }
             st.sq.advance();
@@ -432,7 +431,8 @@ impl RrxeQp {
                     return qp.kick();
                 }
                 budget -= 1;
-                if RrxeCq::post(qp.recv_cq(), &flush_wc(qp, wr_id, wc_op::RECV), false).is_err() {
+                let w = flush_wc(qp, wr_id, WcOpcode::Recv);
+                if RrxeCq::post(qp.recv_cq(), &w, false).is_err() {
                     break;
                 }
                 rq.advance();

@@ -8,6 +8,7 @@
 use crate::{
     proto::psn::Psn,
     proto::qp_check,
+    proto::rc,
     rdma::{
         eopnotsupp,
         qp::{
@@ -173,7 +174,7 @@ fn check_attrs(qp: &Qp<Rrxe>, new: &QpAttr, m: QpAttrMask) -> Result {
     if m.contains(QpAttrBit::PathMtu) && !qp_check::path_mtu_ok(new.path_mtu()) {
         return Err(EINVAL);
     }
-    if m.contains(QpAttrBit::MaxQpRdAtomic) && new.max_rd_atomic() > 128 {
+    if m.contains(QpAttrBit::MaxQpRdAtomic) && u32::from(new.max_rd_atomic()) > rc::MAX_QP_RD_ATOM {
         return Err(EINVAL);
     }
     if m.contains(QpAttrBit::Timeout) && !qp_check::timeout_ok(new.timeout()) {

@@ -10,7 +10,13 @@ use crate::{
         self,
         QueueGeometry, //
     },
-    rdma::{queue::QueueBuf, udata::Udata},
+    rdma::{
+        queue::{
+            QueueBuf,
+            MMINFO_SIZE, //
+        },
+        udata::Udata,
+    },
 };
 use kernel::prelude::*;
 
@@ -93,7 +99,11 @@ impl Resize {
 impl Wq {
     /// A queue of at least `num` WQEs of `elem` bytes; exported to user
     /// space when `udata` is given (the `struct mminfo` is returned).
-    pub(crate) fn new(num: u32, elem: u32, udata: Option<&Udata>) -> Result<(Self, [u8; 16])> {
+    pub(crate) fn new(
+        num: u32,
+        elem: u32,
+        udata: Option<&Udata>,
+    ) -> Result<(Self, [u8; MMINFO_SIZE])> {
         let geo = QueueGeometry::new(num, elem as usize).ok_or(EINVAL)?;
         let (ring, mi) = match udata {
             Some(udata) => {
@@ -108,7 +118,7 @@ impl Wq {
                     .checked_mul(geo.elem_size())
                     .ok_or(EINVAL)?;
                 let slots = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-                (Ring::Kernel { slots, producer: 0 }, [0u8; 16])
+                (Ring::Kernel { slots, producer: 0 }, [0u8; MMINFO_SIZE])
             }
         };
         Ok((

@@ -17,17 +17,21 @@ use crate::{
         wr::{
             self,
             Service,
+            WcKind,
             WrOpcodeInfo, //
         },
     },
-    rdma::qp::{
-        Qp,
-        QpCap,
-        QpType,
-        RecvWr,
-        SendFlag,
-        SendWr,
-        Sge, //
+    rdma::{
+        qp::{
+            Qp,
+            QpCap,
+            QpType,
+            RecvWr,
+            SendFlag,
+            SendWr,
+            Sge, //
+        },
+        wc::WcOpcode,
     },
 };
 use kernel::prelude::*;
@@ -48,16 +52,31 @@ pub(crate) fn service_of(ty: QpType) -> Option<Service> {
     }
 }
 
+/// The kernel's completion opcode for the opcode table's (`proto::wr`),
+/// which names them without numbers.
+impl From<WcKind> for WcOpcode {
+    fn from(k: WcKind) -> Self {
+        match k {
+            WcKind::Send => WcOpcode::Send,
+            WcKind::RdmaWrite => WcOpcode::RdmaWrite,
+            WcKind::RdmaRead => WcOpcode::RdmaRead,
+            WcKind::CompSwap => WcOpcode::CompSwap,
+            WcKind::FetchAdd => WcOpcode::FetchAdd,
+            WcKind::BindMw => WcOpcode::BindMw,
+            WcKind::LocalInv => WcOpcode::LocalInv,
+            WcKind::AtomicWrite => WcOpcode::AtomicWrite,
+            WcKind::RegMr => WcOpcode::RegMr,
+            WcKind::Flush => WcOpcode::Flush,
+        }
+    }
+}
+
 // The opcode table and the WQE codec number the opcodes and send flags as
-// user space does (rdma-core keeps `IBV_WR_*`, `IBV_WC_*` and the
-// `IBV_SEND_*` flags rxe reads equal to the kernel's); the kernel's own
-// enums must agree, or kernel and user WQEs would differ.
+// user space does (rdma-core keeps `IBV_WR_*` and the `IBV_SEND_*` flags
+// rxe reads equal to the kernel's); the kernel's own enums must agree, or
+// kernel and user WQEs would differ.
 const _: () = {
-    use crate::rdma::{
-        qp::wr_opcode as k,
-        wc::wc_opcode as kwc, //
-    };
-    use wr::wc;
+    use crate::rdma::qp::wr_opcode as k;
     let same = [
         (wr::IB_WR_RDMA_WRITE, k::RDMA_WRITE),
         (wr::IB_WR_RDMA_WRITE_WITH_IMM, k::RDMA_WRITE_WITH_IMM),
@@ -82,18 +101,6 @@ const _: () = {
         (wr::IB_WR_FLUSH, k::FLUSH),
         (wr::IB_WR_ATOMIC_WRITE, k::ATOMIC_WRITE),
         (wr::IB_WR_REG_MR, k::REG_MR),
-        (wc::SEND, kwc::SEND),
-        (wc::RDMA_WRITE, kwc::RDMA_WRITE),
-        (wc::RDMA_READ, kwc::RDMA_READ),
-        (wc::COMP_SWAP, kwc::COMP_SWAP),
-        (wc::FETCH_ADD, kwc::FETCH_ADD),
-        (wc::BIND_MW, kwc::BIND_MW),
-        (wc::LOCAL_INV, kwc::LOCAL_INV),
-        (wc::FLUSH, kwc::FLUSH),
-        (wc::ATOMIC_WRITE, kwc::ATOMIC_WRITE),
-        (wc::REG_MR, kwc::REG_MR),
-        (wc::RECV, kwc::RECV),
-        (wc::RECV_RDMA_WITH_IMM, kwc::RECV_RDMA_WITH_IMM),
         (wqe_abi::IB_SEND_FENCE, SendFlag::Fence as u32),
         (wqe_abi::IB_SEND_SIGNALED, SendFlag::Signaled as u32),
         (wqe_abi::IB_SEND_SOLICITED, SendFlag::Solicited as u32),

@@ -14,7 +14,7 @@ use crate::{
         wqe::SendWqe,
         wr::{
             self,
-            wc, //
+            WcKind, //
         },
     },
     rdma::{qp::Qp, wc::WcStatus},
@@ -50,7 +50,7 @@ impl Requester<'_> {
                 break;
             }
             if m.failed {
-                let status = if m.wc_opcode == wc::BIND_MW {
+                let status = if m.wc_opcode == WcKind::BindMw {
                     WcStatus::MwBindErr
                 } else {
                     WcStatus::LocQpOpErr
@@ -93,16 +93,16 @@ impl Requester<'_> {
         let (result, wc_opcode) = if w.opcode == wr::IB_WR_LOCAL_INV {
             (
                 invalidate_key(self.qp, w.invalidate_rkey, None),
-                wc::LOCAL_INV,
+                WcKind::LocalInv,
             )
         } else if w.opcode == wr::IB_WR_BIND_MW {
             let r = RrxeMw::bind(dev, pd_id, self.qp.uid, &w.mw)
                 .map_err(|_| crate::rrxe::mr::LocalOpError);
-            (r, wc::BIND_MW)
+            (r, WcKind::BindMw)
         } else if self.qp.is_user() {
-            (Err(crate::rrxe::mr::LocalOpError), wc::REG_MR)
+            (Err(crate::rrxe::mr::LocalOpError), WcKind::RegMr)
         } else {
-            (RrxeMr::register(dev, pd_id, &w.reg), wc::REG_MR)
+            (RrxeMr::register(dev, pd_id, &w.reg), WcKind::RegMr)
         };
         // No PSN of its own: an empty range after the packets sent so far, so
         // that acknowledges retire it in order and no retransmission lands in it.

@@ -54,8 +54,10 @@ use crate::{
             ReadHistory,
             ReadStream, //
             ATOMIC_REPLIES,
+            READ_HISTORY,
         },
-        segment::PathMtu, //
+        segment::PathMtu,
+        wr::WcKind, //
     },
     rdma::{
         qp::{
@@ -66,6 +68,7 @@ use crate::{
         trace,
         wc::{
             Wc,
+            WcOpcode,
             WcStatus, //
         },
     },
@@ -105,7 +108,7 @@ use super::{
 #[derive(Clone, Copy, Default)]
 pub(crate) struct WqeMeta {
     wr_id: u64,
-    wc_opcode: u32,
+    wc_opcode: WcKind,
     signaled: bool,
     len: u32,
     first_psn: Psn,
@@ -190,8 +193,16 @@ pub(crate) struct Resp {
     /// meanwhile wait on the QP's `rxq`, so that they are answered after
     /// it, in PSN order.
     read: Option<ReadStream>,
-    /// The READs accepted last, for duplicates.
-    reads: ReadHistory,
+    /// The READs accepted last, for duplicates; on the heap, as the
+    /// atomics.
+    reads: ReadHistory<KVec<Option<ReadStream>>>,
+}
+
+/// The heap storage of a responder's histories, allocated where the QP is
+/// created, before its lock is taken ([`Resp::new`]).
+pub(crate) struct RespStorage {
+    atomics: KVec<Option<(Psn, u64)>>,
+    reads: KVec<Option<ReadStream>>,
 }
 
 impl Req {
@@ -257,14 +268,20 @@ pub(crate) fn details(st: &State) -> [Detail; 10] {
 }
 
 impl Resp {
-    /// The storage of a responder's atomic replies ([`Resp::new`]).
-    pub(crate) fn atomics_storage() -> Result<KVec<Option<(Psn, u64)>>> {
-        Ok(KVec::from_elem(None, ATOMIC_REPLIES, GFP_KERNEL)?)
+    /// The storage of a responder's atomic replies and READ history
+    /// ([`Resp::new`]). The READ history is sized for the largest
+    /// `max_dest_rd_atomic` rather than the QP's own, so that a later
+    /// modify_qp, under the QP's lock, never has to grow it.
+    pub(crate) fn storage() -> Result<RespStorage> {
+        Ok(RespStorage {
+            atomics: KVec::from_elem(None, ATOMIC_REPLIES, GFP_KERNEL)?,
+            reads: KVec::from_elem(None, READ_HISTORY, GFP_KERNEL)?,
+        })
     }
 
-    /// A responder in its reset state, its atomic replies kept in
-    /// `entries` ([`Resp::atomics_storage`]).
-    pub(crate) fn new(entries: KVec<Option<(Psn, u64)>>) -> Self {
+    /// A responder in its reset state, its histories kept in `storage`
+    /// ([`Resp::storage`]).
+    pub(crate) fn new(storage: RespStorage) -> Self {
         Resp {
             epsn: Psn::default(),
             msn: 0,
@@ -276,9 +293,9 @@ impl Resp {
             write_rkey: 0,
             write_resid: 0,
             write_len: 0,
-            atomics: AtomicReplies::new(entries),
+            atomics: AtomicReplies::new(storage.atomics),
             read: None,
-            reads: ReadHistory::default(),
+            reads: ReadHistory::new(storage.reads),
         }
     }
 
@@ -394,7 +411,13 @@ fn tx_ctx<'a>(qp: &Qp<Rrxe>, st: &'a mut State) -> Option<&'a TxCtx> {
 }
 
 /// A completion of `qp` with the fields every service sets alike.
-pub(crate) fn wc(qp: &Qp<Rrxe>, wr_id: u64, status: WcStatus, opcode: u32, byte_len: u32) -> Wc {
+pub(crate) fn wc(
+    qp: &Qp<Rrxe>,
+    wr_id: u64,
+    status: WcStatus,
+    opcode: WcOpcode,
+    byte_len: u32,
+) -> Wc {
     Wc {
         wr_id,
         status,
@@ -431,7 +454,7 @@ fn complete_head(qp: &Qp<Rrxe>, st: &mut State, status: WcStatus) {
         qp_counts(qp).inc(Counter::RdmaSends);
     }
     if status != WcStatus::Success || m.signaled {
-        let w = wc(qp, m.wr_id, status, m.wc_opcode, m.len);
+        let w = wc(qp, m.wr_id, status, m.wc_opcode.into(), m.len);
         // An overrun is reported as a CQ error event by the CQ.
         let _ = RrxeCq::post(qp.send_cq(), &w, false);
     }

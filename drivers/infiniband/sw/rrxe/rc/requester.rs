@@ -35,6 +35,7 @@ use crate::{
         wr::{
             self,
             Service,
+            WcKind,
             Work, //
         },
     },
@@ -105,7 +106,7 @@ struct Current {
 /// The send WQE in `snap`, with what the requester does for it and its
 /// completion opcode, if rxe can execute it on a QP of `service` (the
 /// opcode table, `proto::wr`).
-fn executable(snap: &[u8], service: Service) -> Option<(SendWqe, Work, u32)> {
+fn executable(snap: &[u8], service: Service) -> Option<(SendWqe, Work, WcKind)> {
     let w = SendWqe::parse(snap).ok()?;
     let e = wr::info(w.opcode)?;
     let work = e.work_on(service)?;
@@ -413,7 +414,13 @@ impl Requester<'_> {
     /// Starts the WQE at `idx` (its PSN range and what completion needs, the
     /// first time; its first PSN again, when it is sent again), or `None` if
     /// it must wait (`max_rd_atomic` reached).
-    fn start_wqe(&mut self, idx: u32, w: SendWqe, work: Work, wc_opcode: u32) -> Option<Current> {
+    fn start_wqe(
+        &mut self,
+        idx: u32,
+        w: SendWqe,
+        work: Work,
+        wc_opcode: WcKind,
+    ) -> Option<Current> {
         let atomic = work == Work::Atomic;
         let empty_read_response = matches!(work, Work::AtomicWrite | Work::Flush);
         let started = sq_before(self.st, idx, self.st.req.started_end);

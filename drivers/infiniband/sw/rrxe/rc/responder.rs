@@ -85,12 +85,10 @@ use super::{
     RrxeCq,
     State, //
 };
-use crate::{
-    proto::wr::wc as wc_op,
-    rdma::wc::{
-        WC_WITH_IMM,
-        WC_WITH_INVALIDATE, //
-    },
+use crate::rdma::wc::{
+    WcOpcode,
+    WC_WITH_IMM,
+    WC_WITH_INVALIDATE, //
 };
 
 /// The responder of an RC or UC QP at work, with the QP's state locked:
@@ -214,7 +212,7 @@ impl Responder<'_> {
 
     /// The successful receive completion of a connected QP's message: the
     /// peer's QPN, and the immediate data if the packet carries one.
-    fn recv_wc(&self, wr_id: u64, opcode: u32, byte_len: u32, pkt: &Packet<'_>) -> Wc {
+    fn recv_wc(&self, wr_id: u64, opcode: WcOpcode, byte_len: u32, pkt: &Packet<'_>) -> Wc {
         let mut w = wc(self.qp, wr_id, WcStatus::Success, opcode, byte_len);
         w.src_qp = self.st.attr.dest_qp_num();
         if let Some(imm) = pkt.ext().immdt {
@@ -247,7 +245,7 @@ impl Responder<'_> {
     fn resp_fail(&mut self, code: NakCode, status: Option<WcStatus>, psn: Psn) {
         self.send_ack(Syndrome::Nak(code), psn);
         if let (Some(status), Some(r)) = (status, self.st.resp.recv) {
-            let w = wc(self.qp, r.wr_id, status, wc_op::RECV, 0);
+            let w = wc(self.qp, r.wr_id, status, WcOpcode::Recv, 0);
             self.complete_recv(w, false);
         }
         to_error(self.qp, self.st);
@@ -676,7 +674,7 @@ impl Responder<'_> {
             let invalidated = invalidate_for_send(self.qp, rq.pkt).map_err(|()| {
                 Refusal::Nak(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr))
             })?;
-            let mut w = self.recv_wc(r.wr_id, wc_op::RECV, placed, rq.pkt);
+            let mut w = self.recv_wc(r.wr_id, WcOpcode::Recv, placed, rq.pkt);
             if let Some(rkey) = invalidated {
                 w.ex = rkey;
                 w.wc_flags |= WC_WITH_INVALIDATE;
@@ -731,7 +729,7 @@ impl Responder<'_> {
         if rq.last && rq.immediate {
             if let Some(r) = self.st.resp.recv {
                 let len = self.st.resp.write_len;
-                let w = self.recv_wc(r.wr_id, wc_op::RECV_RDMA_WITH_IMM, len, rq.pkt);
+                let w = self.recv_wc(r.wr_id, WcOpcode::RecvRdmaWithImm, len, rq.pkt);
                 self.complete_recv(w, rq.pkt.bth().se);
             }
         }

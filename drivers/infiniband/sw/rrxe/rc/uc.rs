@@ -30,7 +30,7 @@ use super::{
     },
     wc, //
 };
-use crate::proto::wr::wc as wc_op;
+use crate::rdma::wc::WcOpcode;
 
 impl Responder<'_> {
     /// UC responder: drops the message in progress (a packet was lost or
@@ -96,7 +96,7 @@ impl Responder<'_> {
             }
             Err(refusal) => {
                 if let (Refusal::Nak(_, Some(status)), Some(r)) = (refusal, self.st.resp.recv) {
-                    let w = wc(self.qp, r.wr_id, status, wc_op::RECV, 0);
+                    let w = wc(self.qp, r.wr_id, status, WcOpcode::Recv, 0);
                     self.complete_recv(w, false);
                 }
                 self.uc_drop(psn)
