@@ -34,6 +34,20 @@ pub const CREATE_QP_RESP_SIZE: usize = size_of::<bindings::rxe_create_qp_resp>()
 /// `create_srq`.
 pub const CREATE_SRQ_RESP_SIZE: usize = size_of::<bindings::rxe_create_srq_resp>();
 
+/// Size of `struct rxe_modify_srq_cmd`, what user space passes to a
+/// `modify_srq` that resizes the queue.
+pub const MODIFY_SRQ_CMD_SIZE: usize = size_of::<bindings::rxe_modify_srq_cmd>();
+
+/// The `mmap_info_addr` of a `struct rxe_modify_srq_cmd`: the user address
+/// where the resized queue's `struct mminfo` goes.
+pub fn modify_srq_cmd_mmap_info_addr(cmd: &[u8; MODIFY_SRQ_CMD_SIZE]) -> u64 {
+    // The field lies within the struct.
+    let a = offset_of!(bindings::rxe_modify_srq_cmd, mmap_info_addr);
+    let mut v = [0u8; 8];
+    v.copy_from_slice(&cmd[a..a + 8]);
+    u64::from_ne_bytes(v)
+}
+
 /// `struct rxe_create_qp_resp`: the `struct mminfo` of the receive queue
 /// (zero with an SRQ) and of the send queue.
 pub fn create_qp_resp(

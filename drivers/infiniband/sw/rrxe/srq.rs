@@ -152,16 +152,15 @@ impl RrxeSrq {
             return Err(EINVAL);
         }
         if mask & SRQ_MAX_WR != 0 {
-            // `struct rxe_modify_srq_cmd { __u64 mmap_info_addr; }`: where user space wants the
-            // new `struct mminfo`.
+            // User space says where it wants the new `struct mminfo`.
             let mut addr = None;
             if let Some(udata) = udata {
-                if udata.inlen() < 8 {
+                if udata.inlen() < queue::MODIFY_SRQ_CMD_SIZE {
                     return Err(EINVAL);
                 }
-                let mut cmd = [0u8; 8];
+                let mut cmd = [0u8; queue::MODIFY_SRQ_CMD_SIZE];
                 udata.copy_from(&mut cmd)?;
-                addr = Some(u64::from_ne_bytes(cmd));
+                addr = Some(queue::modify_srq_cmd_mmap_info_addr(&cmd));
             }
             let (rq, mi) = Wq::new(attr.max_wr, qp_check::recv_wqe_size(max_sge), udata)?;
             if let Some(addr) = addr {
