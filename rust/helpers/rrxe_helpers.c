@@ -1309,29 +1309,25 @@ void rrxe_helper_trace_qp_state(const struct ib_device *ibdev, u32 qpn,
 	trace_rrxe_qp_state(ibdev, qpn, old_state, new_state);
 }
 
-bool rrxe_helper_trace_send_pkt_enabled(void)
-{
-	return trace_rrxe_send_pkt_enabled();
+/*
+ * The events of class rrxe_pkt differ only in name, and so do their helpers:
+ * rrxe_helper_trace_{send,recv}_pkt() and their _enabled() tests.
+ */
+#define RRXE_PKT_EVENT_HELPERS(event)					\
+bool rrxe_helper_trace_##event##_enabled(void)				\
+{									\
+	return trace_rrxe_##event##_enabled();				\
+}									\
+									\
+void rrxe_helper_trace_##event(const struct ib_device *ibdev, u32 qpn,	\
+			       u32 dest_qpn, u32 psn, u8 opcode, u32 len, \
+			       bool ackreq)				\
+{									\
+	trace_rrxe_##event(ibdev, qpn, dest_qpn, psn, opcode, len, ackreq); \
 }
 
-void rrxe_helper_trace_send_pkt(const struct ib_device *ibdev, u32 qpn,
-				u32 dest_qpn, u32 psn, u8 opcode, u32 len,
-				bool ackreq)
-{
-	trace_rrxe_send_pkt(ibdev, qpn, dest_qpn, psn, opcode, len, ackreq);
-}
-
-bool rrxe_helper_trace_recv_pkt_enabled(void)
-{
-	return trace_rrxe_recv_pkt_enabled();
-}
-
-void rrxe_helper_trace_recv_pkt(const struct ib_device *ibdev, u32 qpn,
-				u32 dest_qpn, u32 psn, u8 opcode, u32 len,
-				bool ackreq)
-{
-	trace_rrxe_recv_pkt(ibdev, qpn, dest_qpn, psn, opcode, len, ackreq);
-}
+RRXE_PKT_EVENT_HELPERS(send_pkt)
+RRXE_PKT_EVENT_HELPERS(recv_pkt)
 
 void rrxe_helper_trace_retransmit(const struct ib_device *ibdev, u32 qpn,
 				  u32 psn, u32 reason)

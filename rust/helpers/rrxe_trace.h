@@ -97,35 +97,37 @@ enum rrxe_retransmit_reason {
 	rrxe_rt(RNR)			\
 	rrxe_rt_end(IMPLIED_NAK)
 
+/*
+ * The list items name their enumerator through rrxe_em()/rrxe_em_end(),
+ * which are defined twice: first to export the values, then as the
+ * __print_symbolic() table entries.
+ */
 #undef rrxe_qps
 #undef rrxe_qps_end
 #undef rrxe_op
 #undef rrxe_op_end
 #undef rrxe_rt
 #undef rrxe_rt_end
-#define rrxe_qps(x)	TRACE_DEFINE_ENUM(IB_QPS_##x);
-#define rrxe_qps_end(x)	TRACE_DEFINE_ENUM(IB_QPS_##x);
-#define rrxe_op(x)	TRACE_DEFINE_ENUM(IB_OPCODE_##x);
-#define rrxe_op_end(x)	TRACE_DEFINE_ENUM(IB_OPCODE_##x);
-#define rrxe_rt(x)	TRACE_DEFINE_ENUM(RRXE_RETRANSMIT_##x);
-#define rrxe_rt_end(x)	TRACE_DEFINE_ENUM(RRXE_RETRANSMIT_##x);
+#define rrxe_qps(x)	rrxe_em(IB_QPS_##x, #x)
+#define rrxe_qps_end(x)	rrxe_em_end(IB_QPS_##x, #x)
+#define rrxe_op(x)	rrxe_em(IB_OPCODE_##x, #x)
+#define rrxe_op_end(x)	rrxe_em_end(IB_OPCODE_##x, #x)
+#define rrxe_rt(x)	rrxe_em(RRXE_RETRANSMIT_##x, #x)
+#define rrxe_rt_end(x)	rrxe_em_end(RRXE_RETRANSMIT_##x, #x)
+
+#undef rrxe_em
+#undef rrxe_em_end
+#define rrxe_em(a, b)		TRACE_DEFINE_ENUM(a);
+#define rrxe_em_end(a, b)	TRACE_DEFINE_ENUM(a);
 
 RRXE_QP_STATE_LIST
 RRXE_OPCODE_LIST
 RRXE_RETRANSMIT_LIST
 
-#undef rrxe_qps
-#undef rrxe_qps_end
-#undef rrxe_op
-#undef rrxe_op_end
-#undef rrxe_rt
-#undef rrxe_rt_end
-#define rrxe_qps(x)	{ IB_QPS_##x, #x },
-#define rrxe_qps_end(x)	{ IB_QPS_##x, #x }
-#define rrxe_op(x)	{ IB_OPCODE_##x, #x },
-#define rrxe_op_end(x)	{ IB_OPCODE_##x, #x }
-#define rrxe_rt(x)	{ RRXE_RETRANSMIT_##x, #x },
-#define rrxe_rt_end(x)	{ RRXE_RETRANSMIT_##x, #x }
+#undef rrxe_em
+#undef rrxe_em_end
+#define rrxe_em(a, b)		{ a, b },
+#define rrxe_em_end(a, b)	{ a, b }
 
 #define rrxe_show_qp_state(x)	__print_symbolic(x, RRXE_QP_STATE_LIST)
 #define rrxe_show_opcode(x)	__print_symbolic(x, RRXE_OPCODE_LIST)

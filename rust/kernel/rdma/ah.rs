@@ -227,8 +227,7 @@ impl<T: Driver> Ah<T> {
             // SAFETY: `udata` is NULL or valid for the call.
             let udata = unsafe { Udata::from_raw(udata) };
             let (dinit, num) = T::create_ah(dev, attr, udata)?;
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: `live` and `num` are zeroed memory inside the allocation, which does not
             // move until `ib_core` frees it; the count is only waited on at destruction.
             unsafe {
@@ -256,7 +255,7 @@ impl<T: Driver> Ah<T> {
                 }
                 // SAFETY: Not published, so we hold the only reference; dropped only here,
                 // and `ib_core` frees the memory without another callback.
-                unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+                unsafe { Self::drop_data(this) };
                 return Err(e);
             }
             Ok(0)
@@ -332,8 +331,7 @@ impl<T: Driver> Ah<T> {
         flags: u32,
     ) -> c_int {
         from_result(|| {
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: Valid by the safety requirements.
             let ah = unsafe { &*this };
             let sleepable = flags & bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
@@ -365,7 +363,7 @@ impl<T: Driver> Ah<T> {
                 }
             }
             // SAFETY: No reference is left; dropped only here.
-            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            unsafe { Self::drop_data(this) };
             Ok(0)
         })
     }

@@ -68,7 +68,7 @@ unsafe impl<T: Driver> Send for Cq<T> {}
 // and `T::CqData`, which is `Sync`.
 unsafe impl<T: Driver> Sync for Cq<T> {}
 
-rdma_object!(Cq: ib_cq => CqData, in_place, from_raw);
+rdma_object!(Cq: ib_cq => CqData, in_place, from_raw, destroy_in_place);
 
 impl<T: Driver> Cq<T> {
     /// Returns the C struct.
@@ -132,8 +132,7 @@ impl<T: Driver> Cq<T> {
             // SAFETY: `attrs` is NULL or valid for the call.
             let udata = unsafe { Udata::from_raw(bindings::attrs_udata(attrs)) };
             let (init, cqe) = T::create_cq(dev, &init_attr, udata)?;
-            // CAST: `ib` is the first field of the `#[repr(C)]` `Self`.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: `data` is uninitialised memory inside the allocation, which does not move
             // until `ib_core` frees it after `destroy_callback`. On error `ib_core` frees the
             // memory without calling `destroy_callback`.
@@ -154,17 +153,9 @@ impl<T: Driver> Cq<T> {
         ptr: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: By the safety requirements.
-            let cq = unsafe { Self::from_raw(ptr) };
-            T::destroy_cq(cq)?;
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
-            // SAFETY: `data` is initialised and dropped only here; the destroy was accepted, so
-            // nothing uses the CQ after this call.
-            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
-            Ok(0)
-        })
+        // SAFETY: A live CQ with initialised data and nothing else running on it, which the core
+        // does not use after an accepted destroy, by the safety requirements.
+        unsafe { Self::destroy_in_place(ptr, T::destroy_cq) }
     }
 
     /// `resize_user_cq` callback.

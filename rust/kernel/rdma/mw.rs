@@ -83,8 +83,7 @@ impl<T: Driver> Mw<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: `device` is set by the core to a device of driver `T`.
             let dev = unsafe { Device::<T>::from_raw((*ptr).device) };
             // SAFETY: `udata` is NULL or valid for the call.
@@ -112,7 +111,7 @@ impl<T: Driver> Mw<T> {
                 T::dealloc_mw(mw);
                 // SAFETY: Not published, so we hold the only reference; dropped only here,
                 // and `ib_core` frees the memory without another callback.
-                unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+                unsafe { Self::drop_data(this) };
                 return Err(e);
             }
             Ok(0)
@@ -126,8 +125,7 @@ impl<T: Driver> Mw<T> {
     /// Called by `ib_core` once, in process context, for a window whose
     /// `alloc_callback` succeeded.
     pub(crate) unsafe extern "C" fn dealloc_callback(ptr: *mut bindings::ib_mw) -> c_int {
-        // CAST: `ib` is the first field.
-        let this = ptr.cast::<Self>();
+        let this = Self::container(ptr);
         // SAFETY: Valid by the safety requirements.
         let mw = unsafe { &*this };
         // Order: no new lookups, then wait for the references held elsewhere (a bind or an
@@ -139,7 +137,7 @@ impl<T: Driver> Mw<T> {
         T::dealloc_mw(mw);
         // SAFETY: No reference is left; dropped only here, and the core frees the memory after
         // this call.
-        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        unsafe { Self::drop_data(this) };
         0
     }
 }

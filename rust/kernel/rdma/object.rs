@@ -33,8 +33,13 @@ use kernel::{
 ///
 /// - `in_place`: `SIZE`, the size `ib_core` allocates (zeroed, with
 ///   `kzalloc`) for the object, checked at compile time to have `ib` at
-///   offset 0 and an alignment that `kzalloc` gives;
+///   offset 0 and an alignment that `kzalloc` gives; `container()`, the
+///   object of a C struct as a raw pointer; `drop_data()`, which drops
+///   `data` in place;
 /// - `from_raw`: `from_raw()`, the object whose C struct a callback got;
+/// - `destroy_in_place` (with `in_place` and `from_raw`):
+///   `destroy_in_place()`, the body of a destroy callback that only asks the
+///   driver and drops `data`;
 /// - `counted`: `AlwaysRefCounted` and `Published` over the object's
 ///   `live: Liveness` field;
 /// - `send_sync`: `Send` and `Sync`, for an object whose C part the RDMA
@@ -76,6 +81,25 @@ macro_rules! rdma_object {
                 );
                 ::core::mem::size_of::<Self>()
             };
+
+            #[doc = concat!("Returns the object whose `", stringify!($raw), "` is `ptr`.")]
+            fn container(ptr: *mut $crate::bindings::$raw) -> *mut Self {
+                // CAST: `ib` is the first field of the `#[repr(C)]` struct `Self`.
+                ptr.cast()
+            }
+
+            /// Drops the driver's state of `this`: the end of its destroy or
+            /// dealloc callback, or of a creation undone after `data` was
+            /// initialised.
+            ///
+            /// # Safety
+            ///
+            /// `this` points to an object whose `data` is initialised, and
+            /// nothing uses `data` afterwards: it is dropped only here.
+            unsafe fn drop_data(this: *mut Self) {
+                // SAFETY: By the safety requirements.
+                unsafe { ::core::ptr::drop_in_place(&raw mut (*this).data) };
+            }
         }
     };
     (@from_raw $ty:ident: $raw:ident) => {
@@ -92,6 +116,34 @@ macro_rules! rdma_object {
                 // CAST: `ib` is the first field of the `#[repr(C)]` struct `Self`.
                 // SAFETY: By the safety requirements.
                 unsafe { &*ptr.cast::<Self>() }
+            }
+        }
+    };
+    (@destroy_in_place $ty:ident: $raw:ident) => {
+        impl<T: $crate::rdma::device::Driver> $ty<T> {
+            /// The body of a destroy callback of an object that holds
+            /// nothing but the driver's state: `destroy`, the driver's, may
+            /// refuse; once it accepts, the state is dropped.
+            ///
+            /// # Safety
+            ///
+            #[doc = concat!(
+                "`ptr` must be the `", stringify!($raw), "` of a live `", stringify!($ty),
+                "<T>` with initialised data, on which nothing else runs during the call and which \
+                nothing uses once `destroy` accepted."
+            )]
+            unsafe fn destroy_in_place(
+                ptr: *mut $crate::bindings::$raw,
+                destroy: impl FnOnce(&Self) -> ::kernel::error::Result,
+            ) -> ::kernel::ffi::c_int {
+                ::kernel::error::from_result(|| {
+                    // SAFETY: By the safety requirements.
+                    destroy(unsafe { Self::from_raw(ptr) })?;
+                    // SAFETY: `data` is initialised and, the destroy being accepted, nothing uses
+                    // it any more, by the safety requirements.
+                    unsafe { Self::drop_data(Self::container(ptr)) };
+                    Ok(0)
+                })
             }
         }
     };

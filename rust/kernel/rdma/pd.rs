@@ -63,14 +63,6 @@ impl<T: Driver> Pd<T> {
         crate::rdma::umem_odp::UmemOdp::get(self.device().as_raw(), start, length, access)
     }
 
-    /// # Safety
-    ///
-    /// `ptr` must point to the `ib_pd` of a `Pd<T>`.
-    unsafe fn container(ptr: *mut bindings::ib_pd) -> *mut Self {
-        // CAST: `ib` is the first field of the `#[repr(C)]` struct `Self`.
-        ptr.cast()
-    }
-
     /// `alloc_pd` callback.
     ///
     /// # Safety
@@ -81,8 +73,7 @@ impl<T: Driver> Pd<T> {
         ptr: *mut bindings::ib_pd,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: `ptr` is the `ib_pd` of a `Pd<T>` by the safety requirements.
-        let this = unsafe { Self::container(ptr) };
+        let this = Self::container(ptr);
         // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call;
         // `udata` is valid or NULL for the call. `data` is uninitialised memory inside the
         // allocation, which does not move until `ib_core` frees it after `dealloc_callback`; on
@@ -99,11 +90,9 @@ impl<T: Driver> Pd<T> {
         ptr: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: `ptr` is the `ib_pd` of a `Pd<T>` by the safety requirements.
-        let this = unsafe { Self::container(ptr) };
         // SAFETY: `data` was initialised by `alloc_callback` and is dropped only here; nothing
         // uses the protection domain after this call.
-        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        unsafe { Self::drop_data(Self::container(ptr)) };
         0
     }
 }

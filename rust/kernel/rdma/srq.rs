@@ -66,7 +66,7 @@ pub struct Srq<T: Driver> {
     data: T::SrqData,
 }
 
-rdma_object!(Srq: ib_srq => SrqData, in_place, from_raw, send_sync);
+rdma_object!(Srq: ib_srq => SrqData, in_place, from_raw, destroy_in_place, send_sync);
 
 impl<T: Driver> Srq<T> {
     /// Whether the consumer gave an event handler (`ib_srq.event_handler`;
@@ -125,8 +125,7 @@ impl<T: Driver> Srq<T> {
             let udata = unsafe { Udata::from_raw(udata) };
             let mut attr = SrqAttr::from_raw(&ia.attr);
             let dinit = T::create_srq(dev, &mut attr, udata)?;
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: Uninitialised memory in the allocation; on error the core frees it
             // without calling `destroy_callback`.
             unsafe { dinit.__pinned_init(&raw mut (*this).data) }?;
@@ -203,20 +202,14 @@ impl<T: Driver> Srq<T> {
     ///
     /// # Safety
     ///
-    /// Called by `ib_core` once for an SRQ whose creation succeeded.
+    /// Called by `ib_core` once for an SRQ whose creation succeeded, with no
+    /// concurrent operation on it.
     pub(crate) unsafe extern "C" fn destroy_callback(
         ptr: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: By the safety requirements.
-            let srq = unsafe { Self::from_raw(ptr) };
-            T::destroy_srq(srq)?;
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
-            // SAFETY: Dropped only here; nothing uses the SRQ afterwards.
-            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
-            Ok(0)
-        })
+        // SAFETY: A live SRQ with initialised data, destroyed once with nothing else running on
+        // it, which the core does not use after an accepted destroy, by the safety requirements.
+        unsafe { Self::destroy_in_place(ptr, T::destroy_srq) }
     }
 }

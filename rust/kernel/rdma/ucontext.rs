@@ -39,14 +39,6 @@ pub struct Ucontext<T: Driver> {
 rdma_object!(Ucontext: ib_ucontext => UcontextData, in_place);
 
 impl<T: Driver> Ucontext<T> {
-    /// # Safety
-    ///
-    /// `ptr` must point to the `ib_ucontext` of a `Ucontext<T>`.
-    unsafe fn container(ptr: *mut bindings::ib_ucontext) -> *mut Self {
-        // CAST: `ib` is the first field of the `#[repr(C)]` struct `Self`.
-        ptr.cast()
-    }
-
     /// `alloc_ucontext` callback.
     ///
     /// # Safety
@@ -57,8 +49,7 @@ impl<T: Driver> Ucontext<T> {
         ptr: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: `ptr` is the `ib_ucontext` of a `Ucontext<T>` by the safety requirements.
-        let this = unsafe { Self::container(ptr) };
+        let this = Self::container(ptr);
         // SAFETY: `device` was set by `ib_core` to a device of driver `T`, alive for the call;
         // `udata` is valid or NULL for the call. `data` is uninitialised memory inside the
         // allocation, which does not move until `ib_core` frees it after `dealloc_callback`; on
@@ -92,10 +83,8 @@ impl<T: Driver> Ucontext<T> {
     ///
     /// Called by `ib_core` once, for a context whose `alloc_callback` succeeded.
     pub(crate) unsafe extern "C" fn dealloc_callback(ptr: *mut bindings::ib_ucontext) {
-        // SAFETY: `ptr` is the `ib_ucontext` of a `Ucontext<T>` by the safety requirements.
-        let this = unsafe { Self::container(ptr) };
         // SAFETY: `data` was initialised by `alloc_callback` and is dropped only here; nothing
         // uses the context after this call.
-        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        unsafe { Self::drop_data(Self::container(ptr)) };
     }
 }

@@ -14,6 +14,20 @@ use kernel::{
     prelude::*, //
 };
 
+/// A request for `length` bytes of user memory at `start` with `IB_ACCESS_*`
+/// flags `access`, as the C getters take it: `(addr, len, access)`.
+/// `EINVAL` for a range the address space cannot hold.
+pub(crate) fn c_request(
+    start: u64,
+    length: u64,
+    access: AccessFlags,
+) -> Result<(usize, usize, i32)> {
+    let addr = usize::try_from(start).map_err(|_| EINVAL)?;
+    let len = usize::try_from(length).map_err(|_| EINVAL)?;
+    // CAST: the C parameter is an `int` holding flag bits.
+    Ok((addr, len, access.raw() as i32))
+}
+
 /// User memory pinned with `ib_umem_get`, with its page table: the
 /// `struct page` of every `PAGE_SIZE` page, in address order, so that an
 /// iova translates to a page in O(1).
@@ -43,10 +57,7 @@ impl Umem {
         length: u64,
         access: AccessFlags,
     ) -> Result<Self> {
-        let len = usize::try_from(length).map_err(|_| EINVAL)?;
-        let addr = usize::try_from(start).map_err(|_| EINVAL)?;
-        // CAST: the C parameter is an `int` holding flag bits.
-        let access = access.raw() as i32;
+        let (addr, len, access) = c_request(start, length, access)?;
         // SAFETY: `ib` is a valid device (callers pass the device of a live object); the call
         // pins pages of the current process.
         let umem = unsafe { bindings::ib_umem_get_va(ib, addr, len, access) };

@@ -22,6 +22,7 @@ use crate::{
         access::AccessFlags,
         lock::SpinLockIrq,
         umem::{
+            c_request,
             PageChunk,
             PageSpan, //
         },
@@ -189,10 +190,7 @@ impl UmemOdp {
         length: u64,
         access: AccessFlags,
     ) -> Result<Self> {
-        let len = usize::try_from(length).map_err(|_| EINVAL)?;
-        let addr = usize::try_from(start).map_err(|_| EINVAL)?;
-        // CAST: the C parameter is an `int` holding flag bits.
-        let access = access.raw() as i32;
+        let (addr, len, access) = c_request(start, length, access)?;
         // SAFETY: `ib` is a valid device (callers pass the device of a live object); the call
         // registers a notifier on the current process's memory.
         let odp = unsafe { bindings::ib_umem_odp_get(ib, addr, len, access, &ODP_OPS) };

@@ -71,6 +71,13 @@ use kernel::{
     ThisModule, //
 };
 
+/// The body of a default method that returns an initialiser of `D` with a
+/// `K`: `build_error!` fails the build if the default is ever used, and
+/// `Result<D>` gives the initialiser a concrete type.
+fn default_init<D, K>() -> Result<(Result<D>, K)> {
+    build_error!(VTABLE_DEFAULT_ERROR)
+}
+
 /// A provider driver: the device operations and the types of the state it
 /// keeps in objects the RDMA core allocates.
 ///
@@ -299,18 +306,12 @@ pub trait Driver: Sized + 'static {
     /// pages; for fast-register regions the consumer maps them with
     /// [`Driver::map_mr_sg`] and registers them with an `IB_WR_REG_MR` work
     /// request.
-    #[expect(
-        unreachable_code,
-        reason = "the default only names a concrete initialiser type"
-    )]
     fn alloc_mr(
         _pd: &Pd<Self>,
         _mr_type: u32,
         _max_num_sg: u32,
     ) -> Result<(impl PinInit<Self::MrData, Error>, MrKeys)> {
-        // `build_error!` fails the build if this default is ever used; `Err` only gives the
-        // returned initialiser a concrete type.
-        Err::<(Result<Self::MrData>, MrKeys), _>(build_error!(VTABLE_DEFAULT_ERROR))
+        default_init::<Self::MrData, MrKeys>()
     }
 
     /// Maps a kernel consumer's scatterlist onto `mr` (`ib_map_mr_sg`),
@@ -437,18 +438,13 @@ pub trait Driver: Sized + 'static {
     /// index part ([`Device::lookup_mw`]) must stay the same for its life.
     /// The initialiser must not fail once resources are taken: on its error
     /// [`Driver::dealloc_mw`] is not called.
-    #[expect(
-        unreachable_code,
-        reason = "the default only names a concrete initialiser type"
-    )]
     fn alloc_mw(
         _dev: &Device<Self>,
         _ty: u32,
         _pd_id: usize,
         _udata: Option<&Udata>,
     ) -> Result<(impl PinInit<Self::MwData, Error>, u32)> {
-        // As in `alloc_mr`.
-        Err::<(Result<Self::MwData>, u32), _>(build_error!(VTABLE_DEFAULT_ERROR))
+        default_init::<Self::MwData, u32>()
     }
 
     /// Releases what the window holds (its index); its state is dropped

@@ -551,7 +551,7 @@ impl<T: Driver> Qp<T> {
         // credit no longer names the QP, and its drop leaves the shared state and the socket's
         // `struct sock` to the packets in flight.
         unsafe {
-            core::ptr::drop_in_place(&raw mut (*this).data);
+            Self::drop_data(this);
             core::ptr::drop_in_place(&raw mut (*this).tx_credit);
         }
     }
@@ -586,8 +586,7 @@ impl<T: Driver> Qp<T> {
             // own initialiser.
             let credit = TxCredit::new()?;
             let (dinit, qp_num) = T::create_qp(&new, &mut attr, udata)?;
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: `live`, `dying` and the timers are zeroed memory inside the allocation,
             // which does not move until `ib_core` frees it. Nothing of these needs undoing if a
             // later step fails: the count is only waited on by `destroy_callback` and the timers
@@ -619,7 +618,7 @@ impl<T: Driver> Qp<T> {
                 // Cannot happen for a fresh credit; undone as a failed creation.
                 // SAFETY: Initialised above, not published; dropped once, here.
                 unsafe {
-                    core::ptr::drop_in_place(&raw mut (*this).data);
+                    Self::drop_data(this);
                     core::ptr::drop_in_place(&raw mut (*this).tx_credit);
                 }
                 return Err(e);
@@ -750,8 +749,7 @@ impl<T: Driver> Qp<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // CAST: `ib` is the first field.
-            let this = ptr.cast::<Self>();
+            let this = Self::container(ptr);
             // SAFETY: By the safety requirements.
             let qp = unsafe { Self::from_raw(ptr) };
             // Order: no new lookups and no timers, then the driver (which may refuse and frees
