@@ -333,7 +333,7 @@ mod tests {
     #[test]
     fn last_counter_is_last_desc() {
         // CAST: the discriminants are the indices `0..NUM`.
-        assert_eq!(Counter::RcvdDropOther as usize, NUM - 1);
+        assert_eq!(Counter::RcvdAcks as usize, NUM - 1);
     }
 
     #[test]
