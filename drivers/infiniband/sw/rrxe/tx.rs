@@ -225,6 +225,14 @@ const MAX_LOCAL_PER_SEND: u32 = 8;
 /// Hands the packets queued on `qp` to the IP stack. Never called with the
 /// QP's state lock held (the IP stack must run with interrupts enabled).
 pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
+    // A kernel consumer may post with interrupts disabled (ib_mad posts
+    // under an irqsave lock): the IP stack then runs from the QP's kick,
+    // which also sets up a route the post could not (`prepare_tx`), so it
+    // is kicked even with nothing queued.
+    if !xmit_allowed() {
+        qp.kick();
+        return;
+    }
     // Most received data packets queue nothing (no AckReq): skip the
     // sending token and the bottom-half section. Whoever queues a packet
     // calls this after, so one queued after this look is not missed.
@@ -232,12 +240,6 @@ pub(crate) fn send_queued(qp: &Qp<Rrxe>) {
         if qp.tx_credit().take_wake() {
             qp.kick();
         }
-        return;
-    }
-    // A kernel consumer may post with interrupts disabled (ib_mad posts
-    // under an irqsave lock): the IP stack then runs from the QP's kick.
-    if !xmit_allowed() {
-        qp.kick();
         return;
     }
     let dev = qp.device();

@@ -29,10 +29,13 @@ pub const MAX_UNACKED_PSNS: u32 = 128;
 
 /// The requester sets AckReq at least every this many packets of a long
 /// message, so that the completer retires its window and restarts its
-/// local ACK timer without waiting for the last packet. As the C driver
-/// (`RXE_MAX_PKT_PER_ACK`): 64 packets take about 3 ms between the test
-/// VMs, far below a 67 ms ACK timeout, and every ACK costs both sides a
-/// packet (rrxe asked every 16 until 2026-12-07: 64 ACKs per MiB, not 16).
+/// local ACK timer without waiting for the last packet. About the C
+/// driver's cadence (`RXE_MAX_PKT_PER_ACK` 64: every 66th packet, counted
+/// across messages; here the 64th of each message): 64 packets take about
+/// 3 ms between the test VMs, far below a 67 ms ACK timeout, and every ACK
+/// costs both sides a packet (rrxe asked every 16 until 2026-12-07: 64
+/// ACKs per MiB, not 16). Any 64 consecutive PSNs hold an AckReq, so the
+/// [`MAX_UNACKED_PSNS`] window always has one outstanding.
 pub const MAX_PKT_PER_ACK: u32 = 64;
 
 /// The multi-packet request a responder is in the middle of.
@@ -418,10 +421,12 @@ impl<S: DerefMut<Target = [Option<ReadStream>]>> ReadHistory<S> {
     }
 
     /// The remembered READ whose responses include `psn` (a zero-length
-    /// READ has one response).
+    /// READ has one response), the newest if several do: an old entry
+    /// kept across a PSN wrap may cover the PSN of a new READ too.
     pub fn find(&self, psn: Psn) -> Option<ReadStream> {
-        self.reads
-            .iter()
+        let n = self.reads.len();
+        (1..=n)
+            .filter_map(|back| self.reads.get((self.next + n - back) % n))
             .flatten()
             .find(|r| !psn.before(r.psn) && r.psn.distance_to(psn) < r.count.max(1))
             .copied()

@@ -368,6 +368,25 @@ fn read_history_holds_max_dest_rd_atomic() {
 }
 
 #[test]
+fn read_history_finds_the_newest() {
+    // An old READ of 64 KiB (64 responses from PSN 100), still kept, and
+    // a new 8-byte one at PSN 130 after a PSN wrap: both "cover" 130. The
+    // duplicate of the new one is answered from the new one; found in
+    // slot order, the old one was compared, did not match, and the
+    // duplicate was dropped at every retry.
+    let mut h = history();
+    h.record(read_at(100, 65536, 1));
+    h.record(read_at(130, 8, 2));
+    let (va, rkey) = (0x7f00_0000_1000, 0x0012_3456);
+    assert_eq!(h.find(Psn::new(130)), Some(read_at(130, 8, 2)));
+    assert_eq!(
+        h.replay(Psn::new(130), &reth(va, rkey, 8)),
+        Some(read_at(130, 8, 2))
+    );
+    assert_eq!(h.find(Psn::new(129)).map(|r| r.msn), Some(1));
+}
+
+#[test]
 fn request_psns() {
     let epsn = Psn::new(100);
     let mut nak = false;

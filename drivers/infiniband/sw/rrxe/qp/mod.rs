@@ -352,7 +352,7 @@ impl RrxeQp {
         let sq_meta = zeroed_vec::<WqeMeta>(sq.geo.slots() as usize)?;
         let sq_snap = zeroed_vec::<u8>(sq.geo.elem_size())?;
         let rq_snap = zeroed_vec::<u8>(qp_check::recv_wqe_size(param::MAX_SGE as u32) as usize)?;
-        let resp_storage = Resp::storage()?;
+        let resp_storage = Resp::storage(attr.qp_type == Some(QpType::Rc))?;
         // Counted once nothing can fail any more (C11-17: a CQ with work
         // queues cannot be destroyed): every field of the init below is
         // infallible, so it cannot fail after this either.
@@ -417,7 +417,8 @@ impl RrxeQp {
             }
             budget -= 1;
             // Zero, `IB_WC_SEND`, whatever the WQE was, as the C driver
-            // leaves it: a flushed completion's opcode means nothing.
+            // leaves it: a flushed completion's opcode means nothing (a
+            // flushed receive says RECV, where the C driver leaves 0).
             let w = flush_wc(qp, wr_id, WcOpcode::Send);
             if RrxeCq::post(qp.send_cq(), &w, false).is_err() {
                 break;
@@ -647,7 +648,9 @@ impl RrxeQp {
     /// Claims the transmit queue for sending; `false` if another context
     /// sends it.
     pub(crate) fn start_sending(&self) -> bool {
-        self.sending.cmpxchg(false, true, Full).is_ok()
+        // `xchg`, not `cmpxchg`: a failed cmpxchg orders nothing, and the
+        // holder's `stop_sending` must see a packet queued before this.
+        !self.sending.xchg(true, Full)
     }
 
     /// Releases the transmit queue; `true` if packets arrived meanwhile

@@ -339,6 +339,15 @@ impl Requester<'_> {
         let uc = self.qp.qp_type() == QpType::Uc;
         let service = if uc { Service::Uc } else { Service::Rc };
         loop {
+            // Nothing to send first: the stops below are counted only when
+            // something waits, and credit is not asked for in vain.
+            let idx = self.st.req.next;
+            if self.st.sq.geo.is_empty(self.st.sq.producer(), idx) {
+                break;
+            }
+            if draining && !sq_before(self.st, idx, self.st.req.started_end) {
+                break;
+            }
             if !uc && rc::in_flight(self.st.req.win.comp_psn, self.st.req.psn) >= MAX_UNACKED_PSNS {
                 qp_counts(self.qp).inc(Counter::ReqWindowFull);
                 break;
@@ -346,13 +355,6 @@ impl Requester<'_> {
             // Resumed from the QP's kick when transmit credit comes back.
             if !crate::rrxe::tx::tx_room(self.qp) {
                 qp_counts(self.qp).inc(Counter::ReqCreditStall);
-                break;
-            }
-            let idx = self.st.req.next;
-            if self.st.sq.geo.is_empty(self.st.sq.producer(), idx) {
-                break;
-            }
-            if draining && !sq_before(self.st, idx, self.st.req.started_end) {
                 break;
             }
             if self.st.snap_index != Some(idx) {

@@ -612,7 +612,7 @@ impl Responder<'_> {
             _ => {
                 // SEND and WRITE are not executed twice: acknowledge what has
                 // been received so far, where the requester asks for it (a
-                // retransmitted message of 64 packets gets a few ACKs, not 64).
+                // retransmitted message of 64 packets gets one ACK, not 64).
                 if pkt.bth().ack_req {
                     let last = self.st.resp.epsn.sub(1);
                     self.send_ack(ack(), last);
