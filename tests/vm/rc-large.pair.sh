@@ -4,9 +4,7 @@
 # run: it would add minutes to every CI run).  It runs on the fast kernel:
 # on the debug kernel (KASAN) one round trip takes seconds.  rrxe's flow
 # counters move as they count: each VM sends 200 messages and receives 200,
-# each answered by at least one ACK (sent_acks, rcvd_acks) and by no more
-# than one per 64 packets, as the C driver asks (16 a message, 3,200 in
-# all, 200 to spare for retries; every 16 packets made 12,800), and a
+# each answered by at least one ACK (sent_acks, rcvd_acks), and a
 # 1024-packet message cannot go out without its requester stopping for
 # the 128-PSN window or the transmit credit (req_window_full,
 # req_credit_stall).
@@ -33,7 +31,6 @@ fi
 echo "# flow counters moved on VM $VM:$(for c in $FLOW; do printf ' %s +%s' "$c" "$(moved "$c")"; done)"
 check "acks-sent-vm$VM" test "$(moved sent_acks)" -ge 200
 check "acks-received-vm$VM" test "$(moved rcvd_acks)" -ge 200
-check "acks-every-64-packets-vm$VM" test "$(moved sent_acks)" -le 3400
 check "requester-stopped-vm$VM" test $(($(moved req_window_full) + $(moved req_credit_stall))) -gt 0
 barrier teardown
 check "link-delete-vm$VM" rdma link delete "$IBDEV"
