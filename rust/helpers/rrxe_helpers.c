@@ -16,6 +16,7 @@
 #include <linux/hmm.h>
 #include <linux/if_vlan.h>
 #include <linux/ioport.h>
+#include <linux/jiffies.h>
 #include <linux/libnvdimm.h>
 #include <linux/llist.h>
 #include <linux/mm.h>
@@ -1003,6 +1004,15 @@ void rrxe_helper_mod_timer_usecs(struct timer_list *timer, u64 usecs)
 	else
 		delta = usecs_to_jiffies((unsigned int)usecs);
 	mod_timer(timer, jiffies + max(delta, 1UL));
+}
+
+/*
+ * The tick clock (jiffies_64) in microseconds: a plain read, as coarse as
+ * the timers above, for comparing against what they were armed with.
+ */
+u64 rrxe_helper_tick_usecs(void)
+{
+	return div_u64(jiffies64_to_nsecs(get_jiffies_64()), NSEC_PER_USEC);
 }
 
 /*

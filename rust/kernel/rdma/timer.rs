@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One-shot timers embedded in RDMA objects (`struct timer_list`).
+//! One-shot timers embedded in RDMA objects (`struct timer_list`), and
+//! the tick clock they run on.
 //!
 //! The QP's retransmit and RNR timers: armed and cancelled from any
 //! context, their callbacks run in softirq, and the object's destroy shuts
@@ -67,4 +68,12 @@ impl Timer {
         // SAFETY: The timer is set up by the type invariant; process context.
         unsafe { bindings::timer_shutdown_sync(self.raw()) };
     }
+}
+
+/// The tick clock in microseconds: monotonic, advancing once per tick
+/// (`jiffies_64`), and as cheap as a memory read; for measuring against
+/// what an object's timer was armed with, which has the same resolution.
+pub fn tick_usecs() -> u64 {
+    // SAFETY: Reads `jiffies_64`; no precondition.
+    unsafe { bindings::tick_usecs() }
 }

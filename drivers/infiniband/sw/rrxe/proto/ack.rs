@@ -41,6 +41,9 @@ pub struct Window {
     /// A READ response was missing and the READ was asked again; cleared
     /// by the next response in order (one request per gap).
     pub read_gap: bool,
+    /// When the last request packet was sent, on the [`Effects::now`]
+    /// clock.
+    pub sent_at: u64,
 }
 
 /// The QP attributes the rules read.
@@ -130,6 +133,9 @@ pub trait Effects {
     fn window(&mut self) -> &mut Window;
     /// The QP's retry and timeout attributes.
     fn limits(&self) -> Limits;
+    /// A monotonic clock in microseconds; as coarse as the timers is
+    /// enough.
+    fn now(&self) -> u64;
     /// Completes, in order, every started WQE whose packets all end at or
     /// before `upto` (READs and atomics excepted: their responses complete
     /// them); whether any was.
@@ -339,6 +345,8 @@ pub fn timer_fired(fx: &mut impl Effects, timer: Timer) -> Then {
             fx.retransmit(from, Retransmit::Rnr);
         }
         Timer::Retransmit => {
+            let now = fx.now();
+            let timeout = rc::local_ack_timeout_usecs(fx.limits().timeout);
             let w = fx.window();
             w.timer_armed = false;
             if w.rnr_wait {
@@ -348,6 +356,18 @@ pub fn timer_fired(fx: &mut impl Effects, timer: Timer) -> Then {
             // could not be built (no memory, no route yet): the requester
             // tries again, without using a retry.
             if rc::in_flight(w.comp_psn, w.sent_end) != 0 {
+                // The timer runs from the first unacknowledged packet, but
+                // no acknowledge can come before the packet that asks for
+                // it is sent, and a long message may take longer than the
+                // timeout to send: the timeout counts from the last packet
+                // sent, and until it has passed no retry is spent.
+                let idle = now.wrapping_sub(w.sent_at);
+                let left = timeout.and_then(|t| t.checked_sub(idle));
+                if let Some(left) = left.filter(|&l| l > 0) {
+                    w.timer_armed = true;
+                    fx.arm(Timer::Retransmit, left);
+                    return Then::Stop;
+                }
                 // As the C driver, a `retry_cnt` of 7 retries without end
                 // (IBTA gives 7 that meaning for `rnr_retry` only);
                 // ibv_rc_pingpong and perftest set 7, and a busy host can

@@ -38,6 +38,8 @@ struct Qp {
     /// Started WQEs, oldest first.
     sq: VecDeque<Wqe>,
     position: Psn,
+    /// The clock [`Effects::now`] reads.
+    now: u64,
     log: Vec<Fx>,
 }
 
@@ -47,6 +49,9 @@ impl Effects for Qp {
     }
     fn limits(&self) -> Limits {
         self.limits
+    }
+    fn now(&self) -> u64 {
+        self.now
     }
     fn retire(&mut self, upto: Psn) -> bool {
         let mut any = false;
@@ -101,7 +106,8 @@ fn psn(v: u32) -> Psn {
 
 /// A QP that sent `wqes` (first and last PSN; `true`: a READ or an atomic)
 /// back to back from the first one's PSN, every packet in flight, with
-/// `retry_cnt` 3 and `rnr_retry` 2 fresh.
+/// `retry_cnt` 3 and `rnr_retry` 2 fresh, the last packet sent one local
+/// ACK timeout ago.
 fn qp(wqes: &[(u32, u32, bool)]) -> Qp {
     let start = psn(wqes.first().map_or(0, |w| w.0));
     let end = psn(wqes.last().map_or(0, |w| w.1)).next();
@@ -129,6 +135,7 @@ fn qp(wqes: &[(u32, u32, bool)]) -> Qp {
             })
             .collect(),
         position: end,
+        now: TIMEOUT_USECS,
         log: Vec::new(),
     }
 }
@@ -453,6 +460,39 @@ fn timeout_resends_from_the_oldest_unacknowledged_psn() {
     );
     assert_eq!(q.win.retry_left, 2);
     assert!(!q.win.timer_armed);
+}
+
+#[test]
+fn timeout_counts_from_the_last_packet_sent() {
+    // Armed at the message's first packet, the timer fires while its last
+    // packets are still being sent: it waits out the timeout from the last
+    // one, and spends no retry meanwhile.
+    let mut q = qp(&[(10, 73, false)]);
+    q.win.sent_at = q.now - 1_000;
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::Stop);
+    assert_eq!(
+        take(&mut q),
+        [Fx::Arm(Timer::Retransmit, TIMEOUT_USECS - 1_000)]
+    );
+    assert!(q.win.timer_armed);
+    assert_eq!(q.win.retry_left, 3);
+    // Then, with nothing sent and nothing acknowledged, it retries.
+    q.now += TIMEOUT_USECS - 1_000;
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
+    assert_eq!(
+        take(&mut q),
+        [
+            Fx::Count(Event::Retry),
+            Fx::Retransmit(10, Retransmit::Timeout),
+            Fx::SetPosition(10)
+        ]
+    );
+    assert_eq!(q.win.retry_left, 2);
+    // A send clock ahead of the timer's (never in the driver) retries
+    // rather than waits without end.
+    q.win.sent_at = q.now + 1;
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
+    assert_eq!(q.win.retry_left, 1);
 }
 
 #[test]

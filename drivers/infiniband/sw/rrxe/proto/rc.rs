@@ -31,12 +31,14 @@ pub const MAX_UNACKED_PSNS: u32 = 128;
 /// message, so that the completer retires its window and restarts its
 /// local ACK timer without waiting for the last packet. The C driver asks
 /// about every 64 (`RXE_MAX_PKT_PER_ACK`: every 66th packet, counted
-/// across messages). 64 here (2026-12-07) made `hostile-user`'s
-/// dereg-stream end in RETRY_EXC_ERR instead of REM_ACCESS_ERR on every
-/// round, for a reason not yet found, so rrxe stays at 16 until it is.
-/// Any 16 consecutive PSNs hold an AckReq, so the [`MAX_UNACKED_PSNS`]
-/// window always has one outstanding.
-pub const MAX_PKT_PER_ACK: u32 = 16;
+/// across messages), and so does rrxe: each ACK costs both sides a packet.
+/// rrxe asked every 16 until 2026-12-07, because a timer armed at a long
+/// message's first packet could expire before its 64th was even sent (a
+/// 4 ms timeout on the debug kernel); the timeout now counts from the last
+/// packet sent ([`super::ack::timer_fired`]). Any 64 consecutive PSNs hold
+/// an AckReq, so the [`MAX_UNACKED_PSNS`] window always has one
+/// outstanding.
+pub const MAX_PKT_PER_ACK: u32 = 64;
 
 /// The multi-packet request a responder is in the middle of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -32,6 +32,7 @@ use crate::{
             self,
             RetransmitReason, //
         },
+        timer,
         wc::WcStatus, //
     },
 };
@@ -88,6 +89,10 @@ impl ack::Effects for Completer<'_> {
             rnr_retry: self.st.attr.rnr_retry(),
             timeout: self.st.attr.timeout(),
         }
+    }
+
+    fn now(&self) -> u64 {
+        timer::tick_usecs()
     }
 
     fn retire(&mut self, upto: Psn) -> bool {

@@ -45,6 +45,7 @@ use crate::{
             QpState,
             QpType, //
         },
+        timer,
         wc::WcStatus, //
     },
 };
@@ -211,10 +212,7 @@ impl Requester<'_> {
             Err(_) => false,
         };
         if ok {
-            self.st.req.psn = self.st.req.psn.add(psns);
-            if self.st.req.win.sent_end.before(self.st.req.psn) {
-                self.st.req.win.sent_end = self.st.req.psn;
-            }
+            self.sent(psns);
             self.st.req.next = self.st.sq.geo.next(self.st.req.next);
             self.st.req.offset = 0;
         }
@@ -222,6 +220,18 @@ impl Requester<'_> {
             arm_retransmit(self.qp, self.st);
         }
         ok
+    }
+
+    /// A request of `psns` PSNs was queued: the position moves past it, and
+    /// the retransmit timer counts from now
+    /// ([`timer_fired`](crate::proto::ack::timer_fired)).
+    fn sent(&mut self, psns: u32) {
+        let req = &mut self.st.req;
+        req.psn = req.psn.add(psns);
+        if req.win.sent_end.before(req.psn) {
+            req.win.sent_end = req.psn;
+        }
+        req.win.sent_at = timer::tick_usecs();
     }
 
     /// Queues the atomic request of the WQE at `req.next` (CmpSwap or
@@ -592,10 +602,7 @@ impl Requester<'_> {
             }
         };
         self.qp.txq.push_back(skb);
-        self.st.req.psn = self.st.req.psn.next();
-        if self.st.req.win.sent_end.before(self.st.req.psn) {
-            self.st.req.win.sent_end = self.st.req.psn;
-        }
+        self.sent(1);
         if last {
             self.st.req.next = self.st.sq.geo.next(cur.idx);
             self.st.req.offset = 0;
