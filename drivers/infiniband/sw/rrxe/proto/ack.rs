@@ -136,6 +136,8 @@ pub trait Effects {
     /// A monotonic clock in microseconds; as coarse as the timers is
     /// enough.
     fn now(&self) -> u64;
+    /// Packets built are still waiting to be handed to the network.
+    fn queued(&self) -> bool;
     /// Completes, in order, every started WQE whose packets all end at or
     /// before `upto` (READs and atomics excepted: their responses complete
     /// them); whether any was.
@@ -346,6 +348,7 @@ pub fn timer_fired(fx: &mut impl Effects, timer: Timer) -> Then {
         }
         Timer::Retransmit => {
             let now = fx.now();
+            let queued = fx.queued();
             let timeout = rc::local_ack_timeout_usecs(fx.limits().timeout);
             let w = fx.window();
             w.timer_armed = false;
@@ -360,8 +363,13 @@ pub fn timer_fired(fx: &mut impl Effects, timer: Timer) -> Then {
                 // no acknowledge can come before the packet that asks for
                 // it is sent, and a long message may take longer than the
                 // timeout to send: the timeout counts from the last packet
-                // sent, and until it has passed no retry is spent.
-                let idle = now.wrapping_sub(w.sent_at);
+                // sent (or still queued to be), and until it has passed no
+                // retry is spent.
+                let idle = if queued {
+                    0
+                } else {
+                    now.wrapping_sub(w.sent_at)
+                };
                 let left = timeout.and_then(|t| t.checked_sub(idle));
                 if let Some(left) = left.filter(|&l| l > 0) {
                     w.timer_armed = true;

@@ -40,6 +40,8 @@ struct Qp {
     position: Psn,
     /// The clock [`Effects::now`] reads.
     now: u64,
+    /// What [`Effects::queued`] answers.
+    queued: bool,
     log: Vec<Fx>,
 }
 
@@ -52,6 +54,9 @@ impl Effects for Qp {
     }
     fn now(&self) -> u64 {
         self.now
+    }
+    fn queued(&self) -> bool {
+        self.queued
     }
     fn retire(&mut self, upto: Psn) -> bool {
         let mut any = false;
@@ -136,6 +141,7 @@ fn qp(wqes: &[(u32, u32, bool)]) -> Qp {
             .collect(),
         position: end,
         now: TIMEOUT_USECS,
+        queued: false,
         log: Vec::new(),
     }
 }
@@ -493,6 +499,21 @@ fn timeout_counts_from_the_last_packet_sent() {
     q.win.sent_at = q.now + 1;
     assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
     assert_eq!(q.win.retry_left, 1);
+}
+
+#[test]
+fn timeout_waits_for_packets_still_queued() {
+    // Built long ago but not yet handed to the network (the sender's
+    // context is late): the timeout starts again, and no retry is spent.
+    let mut q = qp(&[(10, 15, false)]);
+    q.now += 10 * TIMEOUT_USECS;
+    q.queued = true;
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::Stop);
+    assert_eq!(take(&mut q), [Fx::Arm(Timer::Retransmit, TIMEOUT_USECS)]);
+    assert_eq!(q.win.retry_left, 3);
+    q.queued = false;
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
+    assert_eq!(q.win.retry_left, 2);
 }
 
 #[test]

@@ -95,6 +95,10 @@ impl ack::Effects for Completer<'_> {
         timer::tick_usecs()
     }
 
+    fn queued(&self) -> bool {
+        !self.qp.txq.is_empty()
+    }
+
     fn retire(&mut self, upto: Psn) -> bool {
         retire(self.qp, self.st, upto)
     }
