@@ -1007,8 +1007,9 @@ void rrxe_helper_mod_timer_usecs(struct timer_list *timer, u64 usecs)
 }
 
 /*
- * The tick clock (jiffies_64) in microseconds: a plain read, as coarse as
- * the timers above, for comparing against what they were armed with.
+ * The tick clock (jiffies_64) in microseconds: no clock source is read
+ * (on 64-bit a plain load), and it is as coarse as the timers above, for
+ * comparing against what they were armed with.
  */
 u64 rrxe_helper_tick_usecs(void)
 {

@@ -35,7 +35,7 @@ pub mod queue;
 pub mod srq;
 mod sysfs;
 pub(crate) mod table;
-pub mod timer;
+pub(crate) mod timer;
 pub mod trace;
 pub mod ucontext;
 pub mod udata;

@@ -71,9 +71,10 @@ impl Timer {
 }
 
 /// The tick clock in microseconds: monotonic, advancing once per tick
-/// (`jiffies_64`), and as cheap as a memory read; for measuring against
-/// what an object's timer was armed with, which has the same resolution.
-pub fn tick_usecs() -> u64 {
+/// (`jiffies_64`), and cheap (no clock source is read); for measuring
+/// against what an object's timer was armed with, which has the same
+/// resolution.
+pub(crate) fn tick_usecs() -> u64 {
     // SAFETY: Reads `jiffies_64`; no precondition.
     unsafe { bindings::tick_usecs() }
 }

@@ -41,9 +41,12 @@ pub struct Window {
     /// A READ response was missing and the READ was asked again; cleared
     /// by the next response in order (one request per gap).
     pub read_gap: bool,
-    /// When the last request packet was sent, on the [`Effects::now`]
-    /// clock.
+    /// When the last request packet was queued to be sent, on the
+    /// [`Effects::now`] clock.
     pub sent_at: u64,
+    /// When the retransmit timer was last armed for a first packet or for
+    /// progress (not when an expiry waited on, [`timer_fired`]).
+    pub armed_at: u64,
 }
 
 /// The QP attributes the rules read.
@@ -333,9 +336,39 @@ pub fn follow_window(fx: &mut impl Effects) -> Then {
 /// of 0 means none (§9.7.6.1.3).
 pub fn arm_retransmit(fx: &mut impl Effects) {
     if let Some(usecs) = rc::local_ack_timeout_usecs(fx.limits().timeout) {
+        let now = fx.now();
         fx.arm(Timer::Retransmit, usecs);
-        fx.window().timer_armed = true;
+        let w = fx.window();
+        w.timer_armed = true;
+        w.armed_at = now;
     }
+}
+
+/// Longest a retry may wait, in local ACK timeouts from when the timer
+/// was armed, for packets still being sent ([`timer_fired`]): new messages
+/// posted all the while must not put a dead peer's RETRY_EXC_ERR off
+/// without end.
+pub const MAX_TIMEOUTS_PER_RETRY: u64 = 4;
+
+/// How long an expired retransmit timer is to wait still, in
+/// microseconds, rather than spend a retry; 0: not at all. It is armed
+/// when a packet goes out with none running and again on progress, but
+/// no acknowledge can come before the packet that asks for it is sent,
+/// and a long message may take longer than the timeout to send: the
+/// timeout counts from the last packet sent (or still queued to be), up
+/// to [`MAX_TIMEOUTS_PER_RETRY`] timeouts after it was armed.
+fn wait_longer(w: &Window, timeout: u64, now: u64, queued: bool) -> u64 {
+    let idle = if queued {
+        0
+    } else {
+        now.wrapping_sub(w.sent_at)
+    };
+    let waited = now.wrapping_sub(w.armed_at);
+    let to_sent = timeout.saturating_sub(idle);
+    let to_limit = timeout
+        .saturating_mul(MAX_TIMEOUTS_PER_RETRY)
+        .saturating_sub(waited);
+    to_sent.min(to_limit)
 }
 
 /// `timer` fired.
@@ -359,22 +392,13 @@ pub fn timer_fired(fx: &mut impl Effects, timer: Timer) -> Then {
             // could not be built (no memory, no route yet): the requester
             // tries again, without using a retry.
             if rc::in_flight(w.comp_psn, w.sent_end) != 0 {
-                // The timer runs from the first unacknowledged packet, but
-                // no acknowledge can come before the packet that asks for
-                // it is sent, and a long message may take longer than the
-                // timeout to send: the timeout counts from the last packet
-                // sent (or still queued to be), and until it has passed no
-                // retry is spent.
-                let idle = if queued {
-                    0
-                } else {
-                    now.wrapping_sub(w.sent_at)
-                };
-                let left = timeout.and_then(|t| t.checked_sub(idle));
-                if let Some(left) = left.filter(|&l| l > 0) {
-                    w.timer_armed = true;
-                    fx.arm(Timer::Retransmit, left);
-                    return Then::Stop;
+                if let Some(t) = timeout {
+                    let left = wait_longer(w, t, now, queued);
+                    if left > 0 {
+                        w.timer_armed = true;
+                        fx.arm(Timer::Retransmit, left);
+                        return Then::RunRequester;
+                    }
                 }
                 // As the C driver, a `retry_cnt` of 7 retries without end
                 // (IBTA gives 7 that meaning for `rnr_retry` only);

@@ -475,7 +475,7 @@ fn timeout_counts_from_the_last_packet_sent() {
     // one, and spends no retry meanwhile.
     let mut q = qp(&[(10, 73, false)]);
     q.win.sent_at = q.now - 1_000;
-    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::Stop);
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
     assert_eq!(
         take(&mut q),
         [Fx::Arm(Timer::Retransmit, TIMEOUT_USECS - 1_000)]
@@ -506,14 +506,42 @@ fn timeout_waits_for_packets_still_queued() {
     // Built long ago but not yet handed to the network (the sender's
     // context is late): the timeout starts again, and no retry is spent.
     let mut q = qp(&[(10, 15, false)]);
-    q.now += 10 * TIMEOUT_USECS;
     q.queued = true;
-    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::Stop);
+    assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
     assert_eq!(take(&mut q), [Fx::Arm(Timer::Retransmit, TIMEOUT_USECS)]);
     assert_eq!(q.win.retry_left, 3);
     q.queued = false;
+    q.now += TIMEOUT_USECS;
     assert_eq!(timer_fired(&mut q, Timer::Retransmit), Then::RunRequester);
     assert_eq!(q.win.retry_left, 2);
+}
+
+#[test]
+fn waiting_for_sends_ends_four_timeouts_after_arming() {
+    // Packets queued or sent all the while (a stuck transmit queue, or an
+    // application posting to a dead peer) put the retry off for at most
+    // four timeouts from when the timer was armed, then it is spent.
+    for queued in [true, false] {
+        let mut q = qp(&[(10, 15, false)]);
+        q.now = 1_000_000;
+        q.win.armed_at = q.now;
+        let end = q.now + MAX_TIMEOUTS_PER_RETRY * TIMEOUT_USECS;
+        q.now += TIMEOUT_USECS;
+        let mut expiries = 0;
+        while q.win.retry_left == 3 {
+            q.queued = queued;
+            // A new packet went out just before each expiry.
+            q.win.sent_at = q.now - 10;
+            let _ = timer_fired(&mut q, Timer::Retransmit);
+            expiries += 1;
+            assert!(expiries <= 8, "queued {queued}: no retry after {expiries}");
+            if let Some(Fx::Arm(Timer::Retransmit, usecs)) = q.log.last().copied() {
+                q.now += usecs;
+            }
+        }
+        assert_eq!(q.now, end, "queued {queued}");
+        assert!(q.log.contains(&Fx::Count(Event::Retry)));
+    }
 }
 
 #[test]

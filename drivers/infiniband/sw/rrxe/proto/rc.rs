@@ -34,8 +34,9 @@ pub const MAX_UNACKED_PSNS: u32 = 128;
 /// across messages), and so does rrxe: each ACK costs both sides a packet.
 /// rrxe asked every 16 until 2026-12-07, because a timer armed at a long
 /// message's first packet could expire before its 64th was even sent (a
-/// 4 ms timeout on the debug kernel); the timeout now counts from the last
-/// packet sent ([`super::ack::timer_fired`]). Any 64 consecutive PSNs hold
+/// 4.2 ms timeout, and the debug kernel's loopback sending slowly); the
+/// timeout now counts from the last packet sent
+/// ([`super::ack::timer_fired`]). Any 64 consecutive PSNs hold
 /// an AckReq, so the [`MAX_UNACKED_PSNS`] window always has one
 /// outstanding.
 pub const MAX_PKT_PER_ACK: u32 = 64;

@@ -28,11 +28,11 @@ use crate::{
             QpState,
             QpTimer, //
         },
+        timer,
         trace::{
             self,
             RetransmitReason, //
         },
-        timer,
         wc::WcStatus, //
     },
 };
