@@ -89,7 +89,14 @@ pub(super) struct Requester<'a> {
 /// Sends what the send queue and the window allow.
 pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State) {
     let mut r = Requester { qp, st };
+    let start = r.st.req.psn;
     r.send_requests();
+    // The retransmit timer counts from the last request queued
+    // ([`timer_fired`](crate::proto::ack::timer_fired)): the clock is read
+    // once a run, not once a packet.
+    if r.st.req.psn != start {
+        r.st.req.win.sent_at = timer::tick_usecs();
+    }
     r.check_sq_drained();
 }
 
@@ -222,16 +229,13 @@ impl Requester<'_> {
         ok
     }
 
-    /// A request of `psns` PSNs was queued: the position moves past it, and
-    /// the retransmit timer counts from now
-    /// ([`timer_fired`](crate::proto::ack::timer_fired)).
+    /// A request of `psns` PSNs was queued: the position moves past it.
     fn sent(&mut self, psns: u32) {
         let req = &mut self.st.req;
         req.psn = req.psn.add(psns);
         if req.win.sent_end.before(req.psn) {
             req.win.sent_end = req.psn;
         }
-        req.win.sent_at = timer::tick_usecs();
     }
 
     /// Queues the atomic request of the WQE at `req.next` (CmpSwap or
