@@ -262,6 +262,19 @@ rc_qp_rts() { rdma res show qp | grep -E "link $IBDEV/" | grep -E 'type RC state
 # port_counter NAME: the hardware counter NAME of the suite's device.
 port_counter() { cat "/sys/class/infiniband/$IBDEV/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
 
+# counter_snapshot NAME...: "NAME VALUE" lines of those counters, for
+# counter_delta and counters_moved to read back from a file.
+counter_snapshot() { local c; for c in "$@"; do echo "$c $(port_counter "$c")"; done; }
+# counter_delta FILE NAME: how much counter NAME moved since the snapshot
+# in FILE.
+counter_delta() { echo $(($(port_counter "$2") - $(awk -v n="$2" '$1 == n { print $2 }' "$1"))); }
+# counters_moved FILE NAME...: " NAME +DELTA" for each, on one line.
+counters_moved() {
+	local f=$1 c
+	shift
+	for c in "$@"; do printf ' %s +%s' "$c" "$(counter_delta "$f" "$c")"; done
+}
+
 # fabric_moved SENT0 RCVD0 MIB [RCVD_MIB]: sent_bytes grew by at least MIB
 # MiB and rcvd_bytes by RCVD_MIB (default MIB) since they read SENT0 and
 # RCVD0.

@@ -102,12 +102,10 @@ if [ "$DRIVER" = rxe ]; then ATOMIC_FLAGS=-C; else ATOMIC_FLAGS=; fi
 check "atomic-iova" hostile $ATOMIC_FLAGS atomic-iova
 # The retry counters over dereg-stream: its QPs have a 4 ms local ACK
 # timeout and 2 retries, so a spurious timeout shows there first.
-HWC=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
 RETRY="completer_retry_err retry_exceeded_err duplicate_request rcvd_seq_err"
-for c in $RETRY; do echo "$c $(cat "$HWC/$c")"; done >/tmp/retry.before
+counter_snapshot $RETRY >/tmp/retry.before
 check "dereg-stream" hostile dereg-stream
-echo "# dereg-stream moved:$(for c in $RETRY; do printf ' %s +%s' "$c" \
-	$(($(cat "$HWC/$c") - $(awk -v n="$c" '$1 == n { print $2 }' /tmp/retry.before))); done)"
+echo "# dereg-stream moved:$(counters_moved /tmp/retry.before $RETRY)"
 check "loopback-stream" hostile loopback-stream
 # make test grows the SRQ to 2^18 WRs (the four largest resizes were 30 of
 # its 36 s on the debug kernel, 2026-12-07); the complete level to max_srq_wr.

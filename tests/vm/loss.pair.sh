@@ -20,16 +20,8 @@
 T0=$(date +%s)
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
-HWC=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
-
-# The recovery counters, as "name value" lines (the same files on both drivers).
+# The recovery counters (the same files on both drivers).
 COUNTERS="out_of_seq_request duplicate_request rcvd_seq_err completer_retry_err retry_exceeded_err"
-snapshot() {
-	local c
-	for c in $COUNTERS; do echo "$c $(cat "$HWC/$c")"; done
-}
-# delta FILE NAME: how much counter NAME moved since the snapshot in FILE.
-delta() { echo $(($(cat "$HWC/$2") - $(awk -v n="$2" '$1 == n { print $2 }' "$1"))); }
 
 # Corrupt data fails a transfer (retries and timeouts on the way are the
 # point of the suite, so only corruption is looked for in the output).
@@ -54,7 +46,7 @@ phase() {
 	shift
 	t=$(date +%s)
 	check "$name-netem-vm$VM" tc qdisc add dev eth0 root netem "$@"
-	snapshot >"/tmp/$name.before"
+	counter_snapshot $COUNTERS >"/tmp/$name.before"
 	barrier "$name"
 	for size in 1 4096 65536; do
 		n=200
@@ -68,12 +60,12 @@ phase() {
 		"rping -c -a \$PEER_IP -p \$port -V -C 100 -S 4096"
 	barrier "$name-done" 600
 	tc -s qdisc show dev eth0
-	echo "# $name: counters moved on VM $VM:$(for c in $COUNTERS; do printf ' %s +%s' "$c" "$(delta "/tmp/$name.before" "$c")"; done)"
+	echo "# $name: counters moved on VM $VM:$(counters_moved "/tmp/$name.before" $COUNTERS)"
 	echo "# $name: $(($(date +%s) - t)) s"
 }
-moved() { [ "$(delta "/tmp/$1.before" "$2")" -gt 0 ]; }
+moved() { [ "$(counter_delta "/tmp/$1.before" "$2")" -gt 0 ]; }
 either_moved() { moved "$1" "$2" || moved "$1" "$3"; }
-unchanged() { [ "$(delta "/tmp/$1.before" "$2")" -eq 0 ]; }
+unchanged() { [ "$(counter_delta "/tmp/$1.before" "$2")" -eq 0 ]; }
 
 # Phase 1: loss and reordering.  Both VMs' requests and acknowledges are
 # lost, so each VM, as responder, sees a gap (the packet after a lost one is

@@ -14,10 +14,9 @@
 
 check "link-add-vm$VM" rdma_up
 GID=$(gid_index "$IBDEV" "$MY_IP")
-HWC=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
 FLOW="sent_acks rcvd_acks req_window_full req_credit_stall"
-for c in $FLOW; do echo "$c $(cat "$HWC/$c")"; done >/tmp/flow.before
-moved() { echo $(($(cat "$HWC/$1") - $(awk -v n="$1" '$1 == n { print $2 }' /tmp/flow.before))); }
+counter_snapshot $FLOW >/tmp/flow.before
+moved() { counter_delta /tmp/flow.before "$1"; }
 port=18600
 if [ "$VM" = 1 ]; then
 	timeout 900 ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 1048576 -n 200 -p "$port" &
@@ -30,7 +29,7 @@ else
 	check "rc-pingpong-client-s1048576" client_retry 30 timeout 900 \
 		ibv_rc_pingpong -d "$IBDEV" -g "$GID" -c -s 1048576 -n 200 -p "$port" "$PEER_IP"
 fi
-echo "# flow counters moved on VM $VM:$(for c in $FLOW; do printf ' %s +%s' "$c" "$(moved "$c")"; done)"
+echo "# flow counters moved on VM $VM:$(counters_moved /tmp/flow.before $FLOW)"
 check "acks-sent-vm$VM" test "$(moved sent_acks)" -ge 200
 check "acks-received-vm$VM" test "$(moved rcvd_acks)" -ge 200
 check "acks-every-64-packets-vm$VM" test "$(moved sent_acks)" -le 4800
