@@ -12,7 +12,9 @@
 # has no MSI: the line is shared with the other virtio devices, idle during
 # a case), softnet_* the receive softirq's packets and time squeezes
 # (/proc/net/softnet_stat), rdma_* the RDMA device's counters (`rdma
-# statistic`, the same names on rxe and rrxe).
+# statistic`, the same names on rxe and rrxe).  A line "mtu MTU" sets eth0's
+# MTU in both guests and waits for the port's active MTU to follow; the
+# cases mr_reg, qp_rate and qp_mem need no peer and run in VM 2 alone.
 rdma_up || exit 1
 GID=$(gid_index "$IBDEV" "$MY_IP")
 PERF=/rrxe/in/rrxe-perf
@@ -40,9 +42,28 @@ stat_line() {
 	awk 'NR == FNR { before[$1] = $2; next }
 		{ d = $2 - before[$1]; if (d != 0) printf " %s=%d", $1, d }' "$1" "$2"
 }
+# set_mtu MTU: eth0's MTU, then wait for the port's active MTU: the
+# largest IB MTU that fits with 96 bytes of headers (iboe_get_mtu).
+set_mtu() {
+	local want=1024 n=0
+	[ "$1" -ge 2144 ] && want=2048
+	[ "$1" -ge 4192 ] && want=4096
+	ip link set eth0 mtu "$1" || return 1
+	until ibv_devinfo -d "$IBDEV" | grep -Eq "active_mtu:[[:space:]]+$want "; do
+		n=$((n + 1))
+		[ $n -lt 100 ] || { ibv_devinfo -d "$IBDEV" | grep -E 'state:|active_mtu'; return 1; }
+		sleep 0.1
+	done
+}
 port=18600
 while read -r test size qps msgs window millis label mode; do
 	[ -n "$test" ] || continue
+	if [ "$test" = mtu ]; then
+		barrier "mtu-$size" 300
+		set_mtu "$size" || echo "FAILED test=mtu size=$size qps=0 (active_mtu did not follow)"
+		echo "MTU vm=$VM eth0=$(cat /sys/class/net/eth0/mtu) $(ibv_devinfo -d "$IBDEV" | grep -o 'active_mtu:.*' | tr -d '\t ')"
+		continue
+	fi
 	label=${label:-$test}
 	ev=
 	[ "$mode" = event ] && ev=-e
@@ -57,10 +78,17 @@ while read -r test size qps msgs window millis label mode; do
 			timeout 60 iperf3 -s -1 -p "$port" >/dev/null
 		else
 			retry 20 bash -c "iperf3 -c $PEER_IP -p $port -t 3 -J >/tmp/iperf.json 2>/dev/null" &&
-				python3 -c 'import json; d = json.load(open("/tmp/iperf.json")); s = d["end"]["sum_received"]; print("RESULT test=iperf3 size=0 qps=1 msgs=0 seconds=%.3f MBps=%.3f" % (s["seconds"], s["bytes"] / s["seconds"] / 1e6))'
+				python3 -c 'import json, sys; d = json.load(open("/tmp/iperf.json")); s = d["end"]["sum_received"]; print("RESULT test=%s size=0 qps=1 msgs=0 seconds=%.3f MBps=%.3f" % (sys.argv[1], s["seconds"], s["bytes"] / s["seconds"] / 1e6))' "$label"
+		fi
+	elif [ "$test" = mr_reg ] || [ "$test" = qp_rate ] || [ "$test" = qp_mem ]; then
+		if [ "$VM" = 2 ]; then
+			timeout 300 "$PERF" -d "$IBDEV" -t "$test" -s "$((size > 0 ? size : 1))" -q "$qps" -T "$millis" >/tmp/result ||
+				echo "FAILED test=$label size=$size qps=$qps"
+			cat /tmp/result
 		fi
 	elif [ "$VM" = 1 ]; then
-		timeout 300 "$PERF" -d "$IBDEV" -g "$GID" -p "$port" || echo "FAILED server $test $size $qps"
+		timeout 300 "$PERF" -d "$IBDEV" -g "$GID" -p "$port" ||
+			echo "FAILED test=$label size=$size qps=$qps (server)"
 	else
 		if timeout 300 "$PERF" -d "$IBDEV" -g "$GID" -p "$port" -t "$test" -s "$size" -q "$qps" -n "$msgs" \
 			-w "$window" -T "$millis" $ev "$PEER_IP" >/tmp/result; then

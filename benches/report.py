@@ -6,8 +6,12 @@ benches/bench.pair.sh), writes RESULTS_DIR/table.md and RESULTS_DIR/plot.png,
 and prints the table.  Figures: throughput in MB/s (10^6 bytes per second of
 wall clock), message rate in thousands of messages per second, latency in
 microseconds (half the round trip), guest CPU in seconds per GiB moved
-(both VMs, USER_HZ jiffies).  Each cell is the median of the rounds with
-min and max; the ratio is rrxe's median over rxe's.
+(both VMs, USER_HZ jiffies), and for the scale cases the time of one
+ibv_reg_mr / ibv_dereg_mr, RC QP create+destroy pairs per second and the
+kernel memory each QP takes.  Each cell is the median of the rounds with
+min and max; the ratio is rrxe's median over rxe's.  Cases run at an MTU
+other than the first carry `_mtuN` in their label; their rows say so.
+Writes RESULTS_DIR/scale.png too when the run has scale cases.
 """
 import datetime
 import glob
@@ -33,6 +37,7 @@ def load(out):
     for path in sorted(glob.glob(os.path.join(out, "*-r*.log"))):
         driver = os.path.basename(path).rsplit("-r", 1)[0]
         rounds = {}
+        failed = []
         cpu = defaultdict(int)
         counters = defaultdict(dict)
         for line in open(path, errors="replace"):
@@ -48,8 +53,10 @@ def load(out):
             elif m.group(2) == "STAT":
                 counters[case][int(f["vm"])] = {k: int(v) for k, v in f.items()
                                                  if k not in ("vm", "test", "size", "qps")}
-            else:
-                failures[driver].append(case)
+            elif case not in failed:
+                # Once a round, whichever VM said so.
+                failed.append(case)
+        failures[driver].extend(failed)
         qemu = {}
         qemu_path = path[:-len(".log")] + ".qemu"
         if os.path.exists(qemu_path):
@@ -142,13 +149,72 @@ def busy(r, n, kind):
     return per(100 * q.get(f"vm{n}_{kind}", 0), q.get("seconds", 0)) if q else None
 
 
+MTU = re.compile(r"^(.*)_mtu(\d+)$")
+# Cases that move no RDMA traffic (bench.pair.sh runs them in VM 2 alone).
+CONTROL = ("mr_reg", "qp_rate", "qp_mem")
+
+
+def split_mtu(test):
+    """("write_ev", 9000) for "write_ev_mtu9000"; the first MTU is 0."""
+    m = MTU.match(test)
+    return (m.group(1), int(m.group(2))) if m else (test, 0)
+
+
+def at_mtu(mtu):
+    return f" at MTU {mtu} (path MTU 4096)" if mtu >= 4192 else (f" at MTU {mtu}" if mtu else "")
+
+
+def traffic(test):
+    base = split_mtu(test)[0]
+    return not (base.startswith("iperf3") or base.startswith("lat_") or base in CONTROL)
+
+
+def human(n):
+    """4096 -> "4 KiB"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def rows_of(case):
+    """The table rows of one case: (RESULT key, label, digits)."""
+    test, size, qps = case
+    base, mtu = split_mtu(test)
+    where = at_mtu(mtu)
+    if base.startswith("lat_"):
+        return [("usec_mean", f"{base} {size} B latency{where}, µs", 1)]
+    if base == "iperf3":
+        return [("MBps", f"iperf3 TCP (link ceiling){where}, MB/s", 1)]
+    if base == "mr_reg":
+        return [("usec_reg", f"ibv_reg_mr of {human(size)}, µs", 1),
+                ("usec_dereg", f"ibv_dereg_mr of {human(size)}, µs", 1)]
+    if base == "qp_rate":
+        return [("kqps", "RC QP create+destroy, thousand pairs/s", 2)]
+    if base == "qp_mem":
+        # MemFree is the whole: a driver's kmalloc above 8 KiB comes from
+        # the page allocator and shows in neither Slab nor VmallocUsed.
+        return [("memfree_kib", f"kernel memory per RC QP (of {qps}, 256+256 WRs), MemFree taken, KiB", 1),
+                ("vmalloc_kib", f"… of which VmallocUsed (the queues), KiB", 1),
+                ("slab_kib", f"… of which Slab, KiB", 1)]
+    if base == "write_qps":
+        return [("MBps", f"write {size} B × {qps} QP, ≤ 16 MiB in flight{where}, MB/s", 2)]
+    return [("MBps", f"{base} {size} B × {qps} QP{where}, MB/s", 2)]
+
+
+def case_order(c):
+    test, size, qps = c
+    base, mtu = split_mtu(test)
+    return (mtu, base in CONTROL, base, qps, size)
+
+
 def instruments(data, drivers, cases):
     """A second table: per case and driver, the counters' medians over the rounds."""
     rows = ["| case | driver | " + " | ".join(h for h, _ in INSTRUMENTS) + " |",
             "|" + "---|" * (2 + len(INSTRUMENTS))]
     for case in cases:
         test, size, qps = case
-        if test == "iperf3":
+        if not traffic(test) and not test.startswith("lat_"):
             continue
         for d in drivers:
             runs = [r for r in data[d].get(case, []) if r.get("counters")]
@@ -173,7 +239,7 @@ def main():
     out, kernel = sys.argv[1], sys.argv[2]
     data, failures = load(out)
     drivers = [d for d in ("rxe", "rrxe") if d in data or d in failures]
-    cases = sorted({c for d in data.values() for c in d}, key=lambda c: (c[0], c[2], c[1]))
+    cases = sorted({c for d in data.values() for c in d}, key=case_order)
     rows = []
     head = "| case | " + " | ".join(f"{d} median (min–max)" for d in drivers)
     head += " | rrxe/rxe | " + " | ".join(f"{d} CPU s/GiB" for d in drivers) + " |"
@@ -181,18 +247,13 @@ def main():
     rows.append("|" + "---|" * (2 + 2 * len(drivers)))
     for case in cases:
         test, size, qps = case
-        if test.startswith("lat_"):
-            key, label, digits = "usec_mean", f"{test} {size} B latency, µs", 1
-        elif test == "iperf3":
-            key, label, digits = "MBps", "iperf3 TCP (link ceiling), MB/s", 1
-        else:
-            key, label, digits = "MBps", f"{test} {size} B × {qps} QP, MB/s", 2
-        stats = {d: metric(data[d].get(case, []), key) for d in drivers}
-        cpus = {d: cpu_per_gib(data[d].get(case, [])) for d in drivers}
-        r = ratio(stats.get("rrxe"), stats.get("rxe"))
-        cells = " | ".join(fmt(stats[d], digits) for d in drivers)
-        cpu_cells = " | ".join(fmt(cpus[d], 1) if test not in ("iperf3",) and not test.startswith("lat_") else "" for d in drivers)
-        rows.append(f"| {label} | {cells} | {r} | {cpu_cells} |")
+        for key, label, digits in rows_of(case):
+            stats = {d: metric(data[d].get(case, []), key) for d in drivers}
+            cpus = {d: cpu_per_gib(data[d].get(case, [])) for d in drivers}
+            r = ratio(stats.get("rrxe"), stats.get("rxe"))
+            cells = " | ".join(fmt(stats[d], digits) for d in drivers)
+            cpu_cells = " | ".join(fmt(cpus[d], 1) if traffic(test) else "" for d in drivers)
+            rows.append(f"| {label} | {cells} | {r} | {cpu_cells} |")
         if test == "write" and size == 64 and qps == 1:
             mr = {d: metric(data[d].get(case, []), "kmsgps") for d in drivers}
             rows.append(f"| message rate, write 64 B × 1 QP, kmsg/s | "
@@ -205,6 +266,8 @@ def main():
               f"{n_rounds} rounds per driver; wall-clock timing (benches/rrxe-perf.c).\n")
     fail_lines = []
     for d, cs in sorted(failures.items()):
+        if not cs:
+            continue
         fail_lines.append(f"- {d}: {len(cs)} failed case runs: "
                           + ", ".join(sorted({f'{t} {s} B × {q}' for t, s, q in cs})))
     text = header + "\n" + "\n".join(rows) + "\n"
@@ -233,20 +296,27 @@ def plot(out, data, drivers):
         print("(no matplotlib: plot skipped; apt-get install python3-matplotlib)")
         return
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
-    ceiling = None
+    ceilings = {}
     for d in drivers:
-        c = metric(data[d].get(("iperf3", 0, 1), []), "MBps")
-        if c:
-            ceiling = max(ceiling or 0, c[0])
+        for (t, _, _), runs in data[d].items():
+            base, mtu = split_mtu(t)
+            c = metric(runs, "MBps") if base == "iperf3" else None
+            if c:
+                ceilings[mtu] = max(ceilings.get(mtu, 0), c[0])
+    mtus = sorted({split_mtu(t)[1] for d in drivers for (t, _, _) in data[d]})
     for ax, test in zip(axes, ("write", "read", "send")):
         for d in drivers:
-            for q, style in ((1, "-o"), (4, "--s")):
-                pts = sorted((size, metric(runs, "MBps")[0]) for (t, size, qq), runs in data[d].items()
-                             if t == test and qq == q and metric(runs, "MBps"))
-                if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{d}, {q} QP")
-        if ceiling:
-            ax.axhline(ceiling, color="grey", linestyle=":", label="iperf3 ceiling")
+            for mtu in mtus:
+                name = test + (f"_mtu{mtu}" if mtu else "")
+                for q, style in ((1, "-o"), (4, "--s")):
+                    pts = sorted((size, metric(runs, "MBps")[0]) for (t, size, qq), runs in data[d].items()
+                                 if t == name and qq == q and metric(runs, "MBps"))
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style if not mtu else style.replace("-", ":", 1),
+                                label=f"{d}, {q} QP{at_mtu(mtu)}")
+        for mtu, ceiling in ceilings.items():
+            ax.axhline(ceiling, color="grey", linestyle=":" if not mtu else "-.",
+                       label=f"iperf3 ceiling{at_mtu(mtu)}")
         ax.set_xscale("log", base=2)
         ax.set_title(f"RC {test}")
         ax.set_xlabel("message size (bytes)")
@@ -256,6 +326,38 @@ def plot(out, data, drivers):
     fig.tight_layout()
     fig.savefig(os.path.join(out, "plot.png"), dpi=100)
     print(f"plot: {os.path.join(out, 'plot.png')}")
+    plot_scale(out, data, drivers, plt)
+
+
+def plot_scale(out, data, drivers, plt):
+    """scale.png: 64 KiB WRITE throughput against QP count, MR registration time against size."""
+    series = {}
+    for d in drivers:
+        for name, key, test in (("qps", "MBps", "write_qps"), ("mr", "usec_reg", "mr_reg")):
+            pts = sorted((qps if name == "qps" else size, metric(runs, key)[0])
+                         for (t, size, qps), runs in data[d].items() if t == test and metric(runs, key))
+            if pts:
+                series[(d, name)] = pts
+    if not series:
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for (d, name), pts in sorted(series.items()):
+        ax = left if name == "qps" else right
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", label=d)
+    left.set_title("RC WRITE 64 KiB, ≤ 16 MiB in flight in all")
+    left.set_xlabel("QPs")
+    left.set_ylabel("throughput (MB/s, wall clock)")
+    right.set_title("ibv_reg_mr")
+    right.set_xlabel("MR size (bytes)")
+    right.set_ylabel("time per call (µs)")
+    right.set_yscale("log")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "scale.png"), dpi=100)
+    print(f"plot: {os.path.join(out, 'scale.png')}")
 
 
 if __name__ == "__main__":

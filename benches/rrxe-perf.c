@@ -24,6 +24,19 @@
  * (ibv_req_notify_cq, then ibv_get_cq_event once the CQ is empty) instead
  * of polling without pause, as an event-driven consumer does; the server
  * always polls.  The RESULT line says mode=event or mode=poll.
+ *
+ * Three tests need no peer and run without a host argument; they measure
+ * the control path:
+ *   mr_reg   ibv_reg_mr and ibv_dereg_mr of -s bytes (touched, page
+ *            aligned), repeated for -T MILLIS (at least once):
+ *            usec_reg and usec_dereg, the mean time of each call;
+ *   qp_rate  ibv_create_qp and ibv_destroy_qp of an RC QP (16 send and
+ *            receive WRs, one SGE) for -T MILLIS: kqps, thousands of
+ *            create+destroy pairs per second;
+ *   qp_mem   -q RC QPs of 256 send and 256 receive WRs created, and what
+ *            /proc/meminfo's Slab, VmallocUsed and MemFree moved per QP,
+ *            in KiB (slab_kib, vmalloc_kib, memfree_kib): kernel memory
+ *            per QP, the driver's and ib_core's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,11 +46,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_QPS 64
+#define MAX_QPS 256
 
 struct params {		/* sent by the client, in network byte order */
 	uint32_t test, size, qps, msgs, window, millis;
@@ -49,8 +63,9 @@ struct qp_info {
 	uint8_t gid[16];
 };
 
-enum { T_WRITE, T_READ, T_SEND, T_LAT_SEND, T_LAT_WRITE };
-static const char *test_names[] = { "write", "read", "send", "lat_send", "lat_write" };
+enum { T_WRITE, T_READ, T_SEND, T_LAT_SEND, T_LAT_WRITE, T_MR_REG, T_QP_RATE, T_QP_MEM, T_COUNT };
+static const char *test_names[] = { "write", "read", "send", "lat_send", "lat_write",
+				    "mr_reg", "qp_rate", "qp_mem" };
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -131,10 +146,9 @@ static int tcp_accept(int port)
 	return fd;
 }
 
-static void setup(const char *dev, int gid_idx, struct qp_info *mine)
+static void open_device(const char *dev)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
-	union ibv_gid gid;
 	uint32_t i;
 
 	for (i = 0; list && list[i]; i++)
@@ -150,6 +164,15 @@ static void setup(const char *dev, int gid_idx, struct qp_info *mine)
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		die("ibv_alloc_pd");
+	ibv_free_device_list(list);
+}
+
+static void setup(const char *dev, int gid_idx, struct qp_info *mine)
+{
+	union ibv_gid gid;
+	uint32_t i;
+
+	open_device(dev);
 	slot = (size_t)p.size * (p.window ? p.window : 1);
 	slot = (slot + 4095) & ~(size_t)4095;
 	if (posix_memalign((void **)&buf, 4096, slot * p.qps))
@@ -481,6 +504,110 @@ static void run_lat(int client, struct qp_info *peer)
 	free(rtt);
 }
 
+static struct ibv_qp *create_rc_qp(struct ibv_cq *c, uint32_t wrs)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = c, .recv_cq = c, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = wrs, .max_recv_wr = wrs, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *q = ibv_create_qp(pd, &ia);
+
+	if (!q)
+		die("ibv_create_qp");
+	return q;
+}
+
+/* One /proc/meminfo field, in KiB. */
+static long meminfo(const char *name)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	size_t len = strlen(name);
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		die("/proc/meminfo");
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, len) && line[len] == ':') {
+			v = atol(line + len + 1);
+			break;
+		}
+	fclose(f);
+	if (v < 0) {
+		fprintf(stderr, "rrxe-perf: no %s in /proc/meminfo\n", name);
+		exit(1);
+	}
+	return v;
+}
+
+/* The tests without a peer (see the header). */
+static void run_local(const char *dev)
+{
+	double t0, t, reg = 0, dereg = 0;
+	uint32_t n = 0, i;
+
+	open_device(dev);
+	if (p.test == T_MR_REG) {
+		/* MAP_POPULATE touches every page: the figure is registration
+		 * (pinning, the page table), not first-touch faults. */
+		char *b = mmap(NULL, p.size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+		if (b == MAP_FAILED)
+			die("mmap");
+		t0 = now();
+		do {
+			struct ibv_mr *m;
+
+			t = now();
+			m = ibv_reg_mr(pd, b, p.size, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			if (!m)
+				die("ibv_reg_mr");
+			reg += now() - t;
+			t = now();
+			if (ibv_dereg_mr(m))
+				die("ibv_dereg_mr");
+			dereg += now() - t;
+			n++;
+		} while (now() - t0 < p.millis / 1e3 && n < 100000);
+		t = now() - t0;
+		printf("RESULT test=mr_reg size=%u qps=1 msgs=%u seconds=%.3f usec_reg=%.1f usec_dereg=%.1f\n",
+		       p.size, n, t, reg / n * 1e6, dereg / n * 1e6);
+		munmap(b, p.size);
+	} else if (p.test == T_QP_RATE) {
+		cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+		if (!cq)
+			die("ibv_create_cq");
+		t0 = now();
+		do {
+			if (ibv_destroy_qp(create_rc_qp(cq, 16)))
+				die("ibv_destroy_qp");
+			n++;
+		} while (n % 16 || now() - t0 < p.millis / 1e3);
+		t = now() - t0;
+		printf("RESULT test=qp_rate size=0 qps=1 msgs=%u seconds=%.3f kqps=%.3f usec_mean=%.1f\n",
+		       n, t, n / t / 1e3, t / n * 1e6);
+	} else {
+		long slab, vmalloc, mfree;
+
+		cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+		if (!cq)
+			die("ibv_create_cq");
+		slab = meminfo("Slab"), vmalloc = meminfo("VmallocUsed"), mfree = meminfo("MemFree");
+		for (i = 0; i < p.qps; i++)
+			qp[i] = create_rc_qp(cq, 256);
+		slab = meminfo("Slab") - slab, vmalloc = meminfo("VmallocUsed") - vmalloc;
+		mfree = mfree - meminfo("MemFree");
+		for (i = 0; i < p.qps; i++)
+			if (ibv_destroy_qp(qp[i]))
+				die("ibv_destroy_qp");
+		printf("RESULT test=qp_mem size=0 qps=%u msgs=%u seconds=0 slab_kib=%.1f vmalloc_kib=%.1f"
+		       " memfree_kib=%.1f\n", p.qps, p.qps, (double)slab / p.qps,
+		       (double)vmalloc / p.qps, (double)mfree / p.qps);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct qp_info mine[MAX_QPS], peer[MAX_QPS];
@@ -503,20 +630,24 @@ int main(int argc, char **argv)
 		case 'T': p.millis = strtoul(optarg, NULL, 0); break;
 		case 'e': events = 1; break;
 		default:
-			fprintf(stderr, "usage: rrxe-perf [-d dev] [-g gid] [-t write|read|send|lat_send|lat_write]"
+			fprintf(stderr, "usage: rrxe-perf [-d dev] [-g gid] [-t write|read|send|lat_send|lat_write|mr_reg|qp_rate|qp_mem]"
 				" [-s bytes] [-q qps] [-n msgs] [-w window] [-T millis] [-e] [-p port] [server]\n");
 			return 2;
 		}
 	}
 	client = optind < argc;
 	events &= client;
-	for (t = 0; t < 5 && strcmp(test, test_names[t]); t++)
+	for (t = 0; t < T_COUNT && strcmp(test, test_names[t]); t++)
 		;
-	if (t == 5 || !p.size || !p.qps || p.qps > MAX_QPS || !p.msgs || !p.window) {
+	if (t == T_COUNT || !p.size || !p.qps || p.qps > MAX_QPS || !p.msgs || !p.window) {
 		fprintf(stderr, "rrxe-perf: bad test or size\n");
 		return 2;
 	}
 	p.test = t;
+	if (p.test >= T_MR_REG) {
+		run_local(dev);
+		return 0;
+	}
 	srand48(getpid() * now());
 	if (client) {
 		fd = tcp_connect(argv[optind], port);

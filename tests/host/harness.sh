@@ -107,9 +107,12 @@ expect tools-none "" "$(plan_runs quick rrxe "$RUN"/suites/*.sh | awk '$1 == "de
 
 # make bench's case list: commas or spaces between sizes; a bad list is
 # refused, never cut short.
-cases() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk '$1 == "write" && NF == 6 { print $2 "x" $3 }' | paste -sd' '; }
-# The labelled cases: event-mode clients and the window sweep.
-labelled() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk 'NF == 8 { print $7 "/" $2 "/" $5 "/" $8 }' | paste -sd' '; }
+cases() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk '$1 == "write" && $7 == "write" { print $2 "x" $3 }' | paste -sd' '; }
+# The labelled cases: event-mode clients, the window sweep, the scale
+# cases, other MTUs.
+labelled() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk 'NF >= 7 && $7 != $1 { print $7 "/" $2 "/" $3 "/" $5 "/" $8 }' | paste -sd' '; }
+# Every line that is not a throughput case of the main set, as "first/second/third".
+others() { env "$@" "$RRXE_ROOT/benches/cases" 2>/dev/null | awk 'NF != 8 || $7 != $1 { print $1 "/" $2 "/" $3 }' | paste -sd' '; }
 bench_expect() {
 	if [ "$2" = "$3" ]; then
 		echo "ok bench-$1"
@@ -121,10 +124,23 @@ bench_expect() {
 bench_expect sizes-commas "4096x1 65536x1" "$(cases BENCH_SIZES=4096,65536 BENCH_QPS=1)"
 bench_expect sizes-spaces-and-commas "4096x1 4096x4 65536x1 65536x4" "$(cases BENCH_SIZES='4096, 65536' BENCH_QPS=1,4)"
 bench_expect default "64x1 64x4 256x1 256x4 1024x1 1024x4 4096x1 4096x4 16384x1 16384x4 65536x1 65536x4 262144x1 262144x4 1048576x1 1048576x4" "$(cases)"
-bench_expect event-and-windows "write_ev/4096/16/event read_ev/4096/16/event send_ev/4096/16/event write_w2/65536/2/poll write_w64/65536/64/poll lat_send_ev/2/2/event" \
-	"$(labelled BENCH_EVENT_SIZES=4096 BENCH_WINDOWS=2,64)"
-bench_expect none "lat_send_ev/2/2/event" "$(labelled BENCH_EVENT_SIZES=none BENCH_WINDOWS=none)"
-for bad in BENCH_WINDOWS=0 BENCH_EVENT_SIZES=4k BENCH_WINDOWS=none,4; do
+bench_expect event-and-windows "write_ev/4096/1/16/event read_ev/4096/1/16/event send_ev/4096/1/16/event write_w2/65536/1/2/poll write_w64/65536/1/64/poll lat_send_ev/2/1/2/event" \
+	"$(labelled BENCH_EVENT_SIZES=4096 BENCH_WINDOWS=2,64 BENCH_SCALE_QPS=none)"
+bench_expect none "lat_send_ev/2/1/2/event" "$(labelled BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=none)"
+# The scale cases: at most 16 MiB in flight over all QPs (64 KiB each),
+# the QP rate and memory over the largest count, the MR sizes.
+bench_expect scale "write_qps/65536/4/16/poll write_qps/65536/256/2/poll" \
+	"$(labelled BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=4,256 | sed 's/lat_send_ev[^ ]* *//')"
+bench_expect scale-control "mtu/1500/ lat_send/2/1 lat_send/2/1 lat_write/2/1 qp_rate/0/1 qp_mem/0/64 mr_reg/4096/1 mr_reg/1073741824/1 iperf3/0/1" \
+	"$(others BENCH_SIZES=64 BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=64,16 BENCH_MR_SIZES=4096,1073741824 | sed 's# write/65536/[0-9]*##g')"
+# A second MTU: the same cases again, labelled, without the latency and
+# scale cases (2-byte messages fit either MTU).
+bench_expect mtus "mtu/1500/ lat_send/2/1 lat_send/2/1 lat_write/2/1 iperf3/0/1 mtu/9000/ write/64/1 read/64/1 send/64/1 iperf3/0/1" \
+	"$(others BENCH_SIZES=64 BENCH_QPS=1 BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=none BENCH_MR_SIZES=none BENCH_MTUS=1500,9000)"
+bench_expect mtu-labels "write_mtu9000/64/1/16/poll read_mtu9000/64/1/16/poll send_mtu9000/64/1/16/poll iperf3_mtu9000/0/1/0/" \
+	"$(labelled BENCH_SIZES=64 BENCH_QPS=1 BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=none BENCH_MR_SIZES=none BENCH_MTUS=1500,9000 | sed 's/lat_send_ev[^ ]* *//')"
+for bad in BENCH_WINDOWS=0 BENCH_EVENT_SIZES=4k BENCH_WINDOWS=none,4 BENCH_MTUS=none BENCH_MTUS=576 \
+	BENCH_MTUS=9216 BENCH_SCALE_QPS=512 BENCH_MR_SIZES=2147483648; do
 	if env "$bad" "$RRXE_ROOT/benches/cases" >/dev/null 2>&1; then
 		echo "not ok bench-refused '$bad'"
 		failed=1
