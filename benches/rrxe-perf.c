@@ -418,6 +418,31 @@ static void run_bw(int client, int fd, struct qp_info *peer)
 }
 
 /*
+ * Completions seen but not yet waited for, by kind (the ping-pong's
+ * receives and its own sends or WRITEs).
+ */
+static uint32_t recvs_seen, sends_seen;
+
+/* Wait until `recvs` receive and `sends` send completions were seen. */
+static void wait_completions(uint32_t recvs, uint32_t sends)
+{
+	struct ibv_wc wc[4];
+	int n, k;
+
+	while (recvs_seen < recvs || sends_seen < sends) {
+		n = poll(wc, 4);
+		for (k = 0; k < n; k++) {
+			if (wc[k].opcode & IBV_WC_RECV)
+				recvs_seen++;
+			else
+				sends_seen++;
+		}
+	}
+	recvs_seen -= recvs;
+	sends_seen -= sends;
+}
+
+/*
  * Ping-pong of -s bytes on QP 0.  The last byte of every message carries a
  * tag (1..127, the iteration's) so that a WRITE's arrival can be seen in
  * memory; its top bit marks the client's last message, which the server
@@ -426,6 +451,12 @@ static void run_bw(int client, int fd, struct qp_info *peer)
  * clock may tick in jiffies (4 ms under TCG), so the figure that counts is
  * usec_mean = the whole run's time over its round trips, halved; the
  * per-trip median/min/max are as coarse as the clock.
+ *
+ * SEND ping-pong keeps a spare receive posted on both sides, and each side
+ * posts the next one as soon as a message arrived, before it answers (as
+ * ibv_rc_pingpong does): the peer's next message can follow the ACK of this
+ * side's answer at once, and without a receive waiting it would meet an RNR
+ * NAK and the RNR timer, which is not what the case measures.
  */
 static void run_lat(int client, struct qp_info *peer)
 {
@@ -434,10 +465,14 @@ static void run_lat(int client, struct qp_info *peer)
 	double *rtt = client ? calloc(cap, sizeof(double)) : NULL, start, t0;
 	struct ibv_wc wc[4];
 	uint32_t it;
-	int got, last = 0;
+	int last = 0;
 
 	if (client && !rtt)
 		die("calloc");
+	if (p.test == T_LAT_SEND) {	/* both receives land in the same slot */
+		post_recv(0, 0);
+		post_recv(0, 0);
+	}
 	/* The clock is read by the client only, once per round trip (without
 	 * a vDSO clock each read is a system call): the end of one trip is the
 	 * start of the next. */
@@ -452,19 +487,17 @@ static void run_lat(int client, struct qp_info *peer)
 				tag |= (char)0x80;
 		}
 		if (p.test == T_LAT_SEND) {
-			post_recv(0, 0);
 			if (client) {
 				buf[p.size - 1] = tag;
 				post_send(0, 0, IBV_WR_SEND, peer);
-			}
-			/* client: own send + the echo; server: the ping, then its echo */
-			for (got = 0; got < 1 + client;)
-				got += poll(wc, 4);
-			if (!client) {
+				wait_completions(1, 1);	/* own send, the echo */
+				post_recv(0, 0);
+			} else {
+				wait_completions(1, 0);	/* the ping */
+				post_recv(0, 0);
 				last = buf[p.size - 1] & 0x80;
 				post_send(0, 0, IBV_WR_SEND, peer);
-				while (!poll(wc, 4))
-					;
+				wait_completions(0, 1);
 			}
 		} else {
 			/* Write from the second half of the buffer into the peer's
