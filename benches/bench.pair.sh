@@ -6,11 +6,12 @@
 # barriers so a failed case cannot desynchronise the rest.  Prints RESULT lines (client),
 # CPU lines: non-idle jiffies (USER_HZ) each VM spent during the case, and
 # STAT lines: what the case moved in each VM's counters (nonzero deltas
-# only), to explain the figures: nic_* eth0's packets (sysfs) and
+# only), to explain the figures: nic_* eth0's packets and receive drops (sysfs) and
 # virtio-net's kicks of the host (`ethtool -S`, all queues), irq_net the
 # interrupts of the interrupt line eth0's virtio device is on (the guest
 # has no MSI: the line is shared with the other virtio devices, idle during
-# a case), softnet_* the receive softirq's packets and time squeezes
+# a case), qdisc_dropped the drops of eth0's root qdisc (`tc -s`),
+# softnet_* the receive softirq's packets, backlog drops and time squeezes
 # (/proc/net/softnet_stat), rdma_* the RDMA device's counters (`rdma
 # statistic`, the same names on rxe and rrxe).  A line "mtu MTU" sets eth0's
 # MTU in both guests and waits for the port's active MTU to follow; the
@@ -28,12 +29,18 @@ counters() {
 	# "N: count... IO-APIC N-fasteoi virtio4, virtio3": summed over CPUs.
 	awk -v dev="$NET_VIRTIO" '{ for (i = 2; i <= NF; i++) if ($i == dev || $i == dev ",") break }
 		i <= NF { s = 0; for (i = 2; $i ~ /^[0-9]+$/; i++) s += $i; print "irq_net", s }' /proc/interrupts
-	# Columns 1 and 3 (hex): packets processed and time squeezes, per CPU.
-	local p=0 q=0 a b c rest
+	echo "nic_rx_dropped $(cat /sys/class/net/eth0/statistics/rx_dropped)"
+	# The root qdisc's drops (its first "dropped": mq sums its children).
+	tc -s qdisc show dev eth0 2>/dev/null | awk '!done && /dropped/ {
+		for (i = 1; i < NF; i++) if ($i == "(dropped") { v = $(i + 1); sub(",", "", v); print "qdisc_dropped", v; done = 1 } }'
+	# Columns 1, 2 and 3 (hex): packets processed, dropped (the receive
+	# backlog was full) and time squeezes, per CPU.
+	local p=0 d=0 q=0 a b c rest
 	while read -r a b c rest; do
-		p=$((p + 0x$a)) q=$((q + 0x$c))
+		p=$((p + 0x$a)) d=$((d + 0x$b)) q=$((q + 0x$c))
 	done </proc/net/softnet_stat
 	echo "softnet_processed $p"
+	echo "softnet_dropped $d"
 	echo "softnet_squeezed $q"
 	rdma statistic show link "$IBDEV/1" 2>/dev/null | awk 'NF == 2 && $2 ~ /^[0-9]+$/ { print "rdma_" $1, $2 }'
 }

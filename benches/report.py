@@ -125,6 +125,9 @@ INSTRUMENTS = [
     ("pkts/irq client", lambda r, c: per(vm(c, 2, "nic_rx_packets") + vm(c, 2, "nic_tx_packets"), vm(c, 2, "irq_net"))),
     ("pkts/irq server", lambda r, c: per(vm(c, 1, "nic_rx_packets") + vm(c, 1, "nic_tx_packets"), vm(c, 1, "irq_net"))),
     ("softirq squeezes", lambda r, c: vm(c, 1, "softnet_squeezed") + vm(c, 2, "softnet_squeezed")),
+    # Where frames were lost: eth0's qdisc, the receive backlog, the NIC.
+    ("qdisc drops", lambda r, c: vm(c, 1, "qdisc_dropped") + vm(c, 2, "qdisc_dropped")),
+    ("rx drops", lambda r, c: sum(vm(c, n, k) for n in (1, 2) for k in ("softnet_dropped", "nic_rx_dropped"))),
     ("ACK-deferred", lambda r, c: vm(c, 1, "rdma_ack_deferred")),
     ("retries", lambda r, c: vm(c, 2, "rdma_completer_retry_err")),
     ("seq NAKs", lambda r, c: vm(c, 2, "rdma_rcvd_seq_err")),
@@ -276,7 +279,8 @@ def main():
         text += ("\nWhat each case moved (medians over the rounds; client = VM 2, the requester; "
                  "server = VM 1): RoCE packets each side sent per message, eth0 packets per "
                  "transmit kick of the host and per interrupt (both directions), softirq time "
-                 "squeezes (both VMs), the responder's deferred ACKs, the requester's retries and "
+                 "squeezes, frames dropped by eth0's qdisc and on receive (backlog or NIC; "
+                 "both VMs each), the responder's deferred ACKs, the requester's retries and "
                  "sequence and RNR NAKs received, the responder's duplicate requests, and the host CPU "
                  "of each VM's QEMU vCPU thread and main loop (virtio-net's backend) in percent of "
                  "the case's wall clock (benches/qemu-threads).\n\n" + "\n".join(inst) + "\n")
@@ -308,11 +312,12 @@ def plot(out, data, drivers):
         for d in drivers:
             for mtu in mtus:
                 name = test + (f"_mtu{mtu}" if mtu else "")
-                for q, style in ((1, "-o"), (4, "--s")):
+                # Solid and dashed at the first MTU, dotted and dash-dot at another.
+                for q, style in ((1, ":o" if mtu else "-o"), (4, "-.s" if mtu else "--s")):
                     pts = sorted((size, metric(runs, "MBps")[0]) for (t, size, qq), runs in data[d].items()
                                  if t == name and qq == q and metric(runs, "MBps"))
                     if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style if not mtu else style.replace("-", ":", 1),
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style,
                                 label=f"{d}, {q} QP{at_mtu(mtu)}")
         for mtu, ceiling in ceilings.items():
             ax.axhline(ceiling, color="grey", linestyle=":" if not mtu else "-.",
