@@ -31,8 +31,10 @@ def fields(text):
 
 
 def load(out):
-    """Return {driver: {case: [per-round dict]}}, failures {driver: [case]}."""
+    """Return {driver: {case: [per-round dict]}}, failures {driver: [case]},
+    and the failed rounds' counters {driver: {case: [per-round dict]}}."""
     data = defaultdict(lambda: defaultdict(list))
+    lost = defaultdict(lambda: defaultdict(list))
     failures = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(out, "*-r*.log"))):
         driver = os.path.basename(path).rsplit("-r", 1)[0]
@@ -67,11 +69,17 @@ def load(out):
                         k: float(v) for k, v in f.items() if k not in ("test", "size", "qps")}
         for case, f in rounds.items():
             f = dict(f)
+            if case[0] == "qp_mem":
+                # The kernel's own: kmalloc above 8 KiB counts in Slab too.
+                f["kernel_kib"] = str(float(f["slab_kib"]) + float(f["vmalloc_kib"]))
             f["cpu_jiffies"] = cpu.get(case, 0)
             f["counters"] = counters.get(case, {})
             f["qemu"] = qemu.get(case, {})
             data[driver][case].append(f)
-    return data, failures
+        for case in failed:
+            if case not in rounds and counters.get(case):
+                lost[driver][case].append({"counters": counters[case], "qemu": qemu.get(case, {})})
+    return data, failures, lost
 
 
 def stat(values):
@@ -114,6 +122,12 @@ def vm(c, n, key):
     return c.get(n, {}).get(key, 0)
 
 
+def drops(c, keys):
+    if not all(vm(c, n, "stat_v") >= 2 for n in (1, 2)):
+        return None
+    return sum(vm(c, n, k) for n in (1, 2) for k in keys)
+
+
 # The instrumentation table's columns: (heading, function of one round's
 # RESULT fields and its per-VM counter deltas). VM 2 runs the client
 # (requester), VM 1 the server (responder).
@@ -125,9 +139,10 @@ INSTRUMENTS = [
     ("pkts/irq client", lambda r, c: per(vm(c, 2, "nic_rx_packets") + vm(c, 2, "nic_tx_packets"), vm(c, 2, "irq_net"))),
     ("pkts/irq server", lambda r, c: per(vm(c, 1, "nic_rx_packets") + vm(c, 1, "nic_tx_packets"), vm(c, 1, "irq_net"))),
     ("softirq squeezes", lambda r, c: vm(c, 1, "softnet_squeezed") + vm(c, 2, "softnet_squeezed")),
-    # Where frames were lost: eth0's qdisc, the receive backlog, the NIC.
-    ("qdisc drops", lambda r, c: vm(c, 1, "qdisc_dropped") + vm(c, 2, "qdisc_dropped")),
-    ("rx drops", lambda r, c: sum(vm(c, n, k) for n in (1, 2) for k in ("softnet_dropped", "nic_rx_dropped"))),
+    # Where frames were lost: eth0's qdisc, the receive backlog, the NIC
+    # (n/a in runs from before these were counted, STAT lines without stat_v).
+    ("qdisc drops", lambda r, c: drops(c, ("qdisc_dropped",))),
+    ("rx drops", lambda r, c: drops(c, ("softnet_dropped", "nic_rx_dropped"))),
     ("ACK-deferred", lambda r, c: vm(c, 1, "rdma_ack_deferred")),
     ("retries", lambda r, c: vm(c, 2, "rdma_completer_retry_err")),
     ("seq NAKs", lambda r, c: vm(c, 2, "rdma_rcvd_seq_err")),
@@ -195,24 +210,39 @@ def rows_of(case):
     if base == "qp_rate":
         return [("kqps", "RC QP create+destroy, thousand pairs/s", 2)]
     if base == "qp_mem":
-        # MemFree is the whole: a driver's kmalloc above 8 KiB comes from
-        # the page allocator and shows in neither Slab nor VmallocUsed.
-        return [("memfree_kib", f"kernel memory per RC QP (of {qps}, 256+256 WRs), MemFree taken, KiB", 1),
-                ("vmalloc_kib", f"… of which VmallocUsed (the queues), KiB", 1),
-                ("slab_kib", f"… of which Slab, KiB", 1)]
+        # VmallocUsed + Slab (kmalloc above 8 KiB counts in Slab too);
+        # MemFree, which per-CPU page lists make noisy, as a cross-check.
+        return [("kernel_kib", f"kernel memory per RC QP (of {qps}, 256+256 WRs): VmallocUsed + Slab, KiB", 1),
+                ("vmalloc_kib", "… VmallocUsed (the queues), KiB", 1),
+                ("slab_kib", "… Slab, KiB", 1),
+                ("memfree_kib", "… MemFree taken (cross-check), KiB", 1)]
     if base == "write_qps":
-        return [("MBps", f"write {size} B × {qps} QP, ≤ 16 MiB in flight{where}, MB/s", 2)]
+        return [("MBps", f"write {size} B × {qps} QP, scale set{where}, MB/s", 2)]
     return [("MBps", f"{base} {size} B × {qps} QP{where}, MB/s", 2)]
 
 
 def case_order(c):
     test, size, qps = c
     base, mtu = split_mtu(test)
-    return (mtu, base in CONTROL, base, qps, size)
+    # Numbers in labels in numeric order (write_w4 before write_w32).
+    natural = [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", base)]
+    return (mtu, base in CONTROL, natural, qps, size)
 
 
-def instruments(data, drivers, cases):
-    """A second table: per case and driver, the counters' medians over the rounds."""
+def first_mtu(out):
+    """The run's first MTU: its cases file's first "mtu N" line (1500 before there were any)."""
+    try:
+        for line in open(os.path.join(out, "cases")):
+            if line.startswith("mtu "):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 1500
+
+
+def instruments(data, lost, drivers, cases):
+    """A second table: per case and driver, the counters' medians over the
+    rounds; a case a driver failed in every round shows its failed rounds'."""
     rows = ["| case | driver | " + " | ".join(h for h, _ in INSTRUMENTS) + " |",
             "|" + "---|" * (2 + len(INSTRUMENTS))]
     for case in cases:
@@ -221,6 +251,9 @@ def instruments(data, drivers, cases):
             continue
         for d in drivers:
             runs = [r for r in data[d].get(case, []) if r.get("counters")]
+            label = d
+            if not runs:
+                runs, label = lost[d].get(case, []), f"{d} (failed runs)"
             if not runs:
                 continue
             cells = []
@@ -234,13 +267,13 @@ def instruments(data, drivers, cases):
                     continue
                 med = statistics.median(vals)
                 cells.append(f"{med:.2f}" if isinstance(med, float) and med != int(med) else f"{int(med)}")
-            rows.append(f"| {test} {size} B × {qps} | {d} | " + " | ".join(cells) + " |")
+            rows.append(f"| {test} {size} B × {qps} | {label} | " + " | ".join(cells) + " |")
     return rows
 
 
 def main():
     out, kernel = sys.argv[1], sys.argv[2]
-    data, failures = load(out)
+    data, failures, lost = load(out)
     drivers = [d for d in ("rxe", "rrxe") if d in data or d in failures]
     cases = sorted({c for d in data.values() for c in d}, key=case_order)
     rows = []
@@ -266,7 +299,8 @@ def main():
     when = datetime.date.today().isoformat()
     header = (f"Benchmark {when}: kernel 7.2 ({kernel} flavour), QEMU TCG, "
               f"{os.cpu_count()} host cores ({platform.processor() or platform.machine()}), "
-              f"{n_rounds} rounds per driver; wall-clock timing (benches/rrxe-perf.c).\n")
+              f"{n_rounds} rounds per driver; wall-clock timing (benches/rrxe-perf.c); "
+              f"eth0 MTU {first_mtu(out)} unless a row says otherwise.\n")
     fail_lines = []
     for d, cs in sorted(failures.items()):
         if not cs:
@@ -274,7 +308,7 @@ def main():
         fail_lines.append(f"- {d}: {len(cs)} failed case runs: "
                           + ", ".join(sorted({f'{t} {s} B × {q}' for t, s, q in cs})))
     text = header + "\n" + "\n".join(rows) + "\n"
-    inst = instruments(data, drivers, cases)
+    inst = instruments(data, lost, drivers, cases)
     if len(inst) > 2:
         text += ("\nWhat each case moved (medians over the rounds; client = VM 2, the requester; "
                  "server = VM 1): RoCE packets each side sent per message, eth0 packets per "
@@ -289,6 +323,12 @@ def main():
     open(os.path.join(out, "table.md"), "w").write(text)
     print(text)
     plot(out, data, drivers)
+
+
+# One colour per driver and QP count, whatever the MTU (its line style says
+# that), none of them the ceilings' grey.
+COLORS = {("rxe", 1): "tab:blue", ("rxe", 4): "tab:orange",
+          ("rrxe", 1): "tab:green", ("rrxe", 4): "tab:red"}
 
 
 def plot(out, data, drivers):
@@ -314,10 +354,11 @@ def plot(out, data, drivers):
                 name = test + (f"_mtu{mtu}" if mtu else "")
                 # Solid and dashed at the first MTU, dotted and dash-dot at another.
                 for q, style in ((1, ":o" if mtu else "-o"), (4, "-.s" if mtu else "--s")):
+                    color = COLORS.get((d, q))
                     pts = sorted((size, metric(runs, "MBps")[0]) for (t, size, qq), runs in data[d].items()
                                  if t == name and qq == q and metric(runs, "MBps"))
                     if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style,
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color,
                                 label=f"{d}, {q} QP{at_mtu(mtu)}")
         for mtu, ceiling in ceilings.items():
             ax.axhline(ceiling, color="grey", linestyle=":" if not mtu else "-.",
@@ -339,17 +380,23 @@ def plot_scale(out, data, drivers, plt):
     series = {}
     for d in drivers:
         for name, key, test in (("qps", "MBps", "write_qps"), ("mr", "usec_reg", "mr_reg")):
-            pts = sorted((qps if name == "qps" else size, metric(runs, key)[0])
+            pts = sorted((qps if name == "qps" else size, metric(runs, key)[0], len(runs))
                          for (t, size, qps), runs in data[d].items() if t == test and metric(runs, key))
             if pts:
                 series[(d, name)] = pts
     if not series:
         return
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    rounds = max(p[2] for pts in series.values() for p in pts)
     for (d, name), pts in sorted(series.items()):
         ax = left if name == "qps" else right
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", label=d)
-    left.set_title("RC WRITE 64 KiB, ≤ 16 MiB in flight in all")
+        # A point from fewer rounds than the others (the rest failed) says so.
+        for x, y, n in pts:
+            if n < rounds:
+                ax.annotate(f"{n} of {rounds} rounds", (x, y), fontsize=7,
+                            textcoords="offset points", xytext=(4, -10))
+    left.set_title("RC WRITE 64 KiB, 16 MiB in flight (2 messages a QP at least)")
     left.set_xlabel("QPs")
     left.set_ylabel("throughput (MB/s, wall clock)")
     right.set_title("ibv_reg_mr")

@@ -127,7 +127,7 @@ bench_expect default "64x1 64x4 256x1 256x4 1024x1 1024x4 4096x1 4096x4 16384x1 
 bench_expect event-and-windows "write_ev/4096/1/16/event read_ev/4096/1/16/event send_ev/4096/1/16/event write_w2/65536/1/2/poll write_w64/65536/1/64/poll lat_send_ev/2/1/2/event" \
 	"$(labelled BENCH_EVENT_SIZES=4096 BENCH_WINDOWS=2,64 BENCH_SCALE_QPS=none)"
 bench_expect none "lat_send_ev/2/1/2/event" "$(labelled BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=none)"
-# The scale cases: at most 16 MiB in flight over all QPs (64 KiB each),
+# The scale cases: 16 MiB in flight over all QPs (64 KiB each, 2 a QP at least),
 # the QP rate and memory over the largest count, the MR sizes.
 bench_expect scale "write_qps/65536/4/16/poll write_qps/65536/256/2/poll" \
 	"$(labelled BENCH_EVENT_SIZES=none BENCH_WINDOWS=none BENCH_SCALE_QPS=4,256 | sed 's/lat_send_ev[^ ]* *//')"
