@@ -167,6 +167,19 @@ static void open_device(const char *dev)
 	ibv_free_device_list(list);
 }
 
+static struct ibv_qp *create_rc_qp(struct ibv_cq *c, uint32_t wrs)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = c, .recv_cq = c, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = wrs, .max_recv_wr = wrs, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *q = ibv_create_qp(pd, &ia);
+
+	if (!q)
+		die("ibv_create_qp");
+	return q;
+}
+
 static void setup(const char *dev, int gid_idx, struct qp_info *mine)
 {
 	struct ibv_device_attr dev_attr;
@@ -202,19 +215,12 @@ static void setup(const char *dev, int gid_idx, struct qp_info *mine)
 	if (ibv_query_gid(ctx, 1, gid_idx, &gid))
 		die("ibv_query_gid");
 	for (i = 0; i < p.qps; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = p.window + 1, .max_recv_wr = p.window + 1,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
-		};
 		struct ibv_qp_attr a = {
 			.qp_state = IBV_QPS_INIT, .port_num = 1,
 			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 		};
 
-		qp[i] = ibv_create_qp(pd, &ia);
-		if (!qp[i])
-			die("ibv_create_qp");
+		qp[i] = create_rc_qp(cq, p.window + 1);
 		if (ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 			die("modify QP to INIT");
@@ -476,7 +482,6 @@ static void run_lat(int client, struct qp_info *peer)
 	volatile char *mine_last = buf + p.size - 1;
 	size_t cap = p.millis ? 1 << 20 : p.msgs;
 	double *rtt = client ? calloc(cap, sizeof(double)) : NULL, start, t0;
-	struct ibv_wc wc[4];
 	uint32_t it;
 	int last = 0;
 
@@ -527,8 +532,7 @@ static void run_lat(int client, struct qp_info *peer)
 				buf[2 * p.size - 1] = *mine_last;
 				post_at(0, p.size, 0, IBV_WR_RDMA_WRITE, peer);
 			}
-			while (!poll(wc, 4))
-				;
+			wait_completions(0, 1);
 		}
 		if (client) {
 			double t = now();
@@ -548,19 +552,6 @@ static void run_lat(int client, struct qp_info *peer)
 		       events ? "event" : "poll");
 	}
 	free(rtt);
-}
-
-static struct ibv_qp *create_rc_qp(struct ibv_cq *c, uint32_t wrs)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = c, .recv_cq = c, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = wrs, .max_recv_wr = wrs, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *q = ibv_create_qp(pd, &ia);
-
-	if (!q)
-		die("ibv_create_qp");
-	return q;
 }
 
 /* One /proc/meminfo field, in KiB. */
@@ -630,10 +621,12 @@ static void run_local(const char *dev)
 		printf("RESULT test=mr_reg size=%u qps=1 msgs=%u seconds=%.3f usec_reg=%.1f usec_dereg=%.1f\n",
 		       p.size, n, t, reg / n * 1e6, dereg / n * 1e6);
 		munmap(b, p.size);
-	} else if (p.test == T_QP_RATE) {
-		cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-		if (!cq)
-			die("ibv_create_cq");
+		return;
+	}
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);	/* the QP tests' */
+	if (!cq)
+		die("ibv_create_cq");
+	if (p.test == T_QP_RATE) {
 		t0 = now();
 		do {
 			if (ibv_destroy_qp(create_rc_qp(cq, 16)))
@@ -646,9 +639,6 @@ static void run_local(const char *dev)
 	} else {
 		long slab, vmalloc, mfree;
 
-		cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-		if (!cq)
-			die("ibv_create_cq");
 		slab = meminfo("Slab"), vmalloc = meminfo("VmallocUsed"), mfree = meminfo("MemFree");
 		for (i = 0; i < p.qps; i++)
 			qp[i] = create_rc_qp(cq, 256);
