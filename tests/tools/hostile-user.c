@@ -2341,7 +2341,16 @@ static int case_dereg_stream(void)
 			die("ibv_reg_mr");
 		s.raddr = (uintptr_t)target;
 		s.rkey = tmr->rkey;
+		/*
+		 * Patient: a 64 KiB WRITE is 64 packets, AckReq on the last,
+		 * and on the debug kernel its loopback takes longer than the
+		 * short timeout (4 ms), which then restarts it from its first
+		 * packet until the retries run out (RETRY_EXC_ERR before the
+		 * dereg, seen 2026-12-08 once the stream's pace changed).
+		 */
+		patient = 1;
 		pair_up(&d, &s.p, DS_DEPTH, NULL);
+		patient = 0;
 		if (pthread_create(&th, NULL, ds_writer, &s))
 			die("pthread_create");
 		sleep_ms(delay);

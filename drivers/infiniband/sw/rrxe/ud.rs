@@ -130,8 +130,8 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State) {
     // The user may move its producer index at any time: it is read once,
     // and one run does at most a bounded number of WQEs with interrupts
     // off (WQEs that fail use no transmit credit, so credit alone does not
-    // bound it); the QP's kick (BH work, with interrupts enabled between
-    // runs) does the rest.
+    // bound it); the QP's sleepable work (process context, with interrupts
+    // enabled between runs) does the rest.
     let producer = st.sq.producer();
     let mut budget = MAX_WQES_PER_RUN;
     loop {
@@ -140,7 +140,7 @@ pub(crate) fn run_requester(qp: &Qp<Rrxe>, st: &mut State) {
             break;
         }
         if budget == 0 {
-            qp.kick();
+            super::qp::RrxeQp::go_on(qp);
             break;
         }
         budget -= 1;

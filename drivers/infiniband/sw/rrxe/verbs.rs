@@ -445,6 +445,8 @@ impl Driver for Rrxe {
         super::odp::run(qp);
         // A loopback stream that reached its bound in one call goes on here.
         super::tx::send_queued(qp);
+        // So does a UD requester or a flush that reached its bound.
+        RrxeQp::go_on_run(qp);
     }
 
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {

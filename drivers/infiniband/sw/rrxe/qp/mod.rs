@@ -20,6 +20,7 @@ use crate::{
     net::{
         skbuff::{
             xmit_allowed,
+            BhDisabled,
             SkbQueue, //
         },
         SkBuff, //
@@ -64,9 +65,11 @@ mod wr;
 use kernel::{
     prelude::*,
     sync::atomic::{
+        Acquire,
         Atomic,
         Full,
-        Relaxed, //
+        Relaxed,
+        Release, //
     }, //
 };
 pub(crate) use wq::{
@@ -113,10 +116,12 @@ const MAX_HELD: usize = 512;
 
 /// Most WQEs one run of the UD requester or of a flush handles with
 /// interrupts off (RC and UC runs are bounded by the PSN window and the
-/// transmit credit); the QP's kick, BH work, continues past it (the C
-/// driver's tasks stop after `RXE_MAX_ITERATIONS`, 1024, and reschedule, in
-/// process context).
-pub(crate) const MAX_WQES_PER_RUN: u32 = 256;
+/// transmit credit); [`RrxeQp::go_on`] continues past it (the C driver's
+/// tasks stop after `RXE_MAX_ITERATIONS`, 1024, and reschedule, in process
+/// context). On the debug kernel under TCG, runs of 256 failing UD sends
+/// kept a real-time thread of the CPU waiting up to 39 ms of host time;
+/// runs of 64, up to 16 ms.
+pub(crate) const MAX_WQES_PER_RUN: u32 = 64;
 
 /// Mutable state of a QP.
 pub(crate) struct State {
@@ -180,6 +185,9 @@ pub(crate) struct RrxeQp {
     /// `State::tx` is resolved: lets `prepare_tx` skip the state lock on
     /// every packet (written under the lock, read without it).
     tx_ready: Atomic<bool>,
+    /// A run reached its bound: the sleepable work goes on with it
+    /// ([`RrxeQp::go_on`]).
+    go_on_due: Atomic<bool>,
     /// What the QP counted ([`super::hw_counters::qp_counts`]), for QP
     /// counters.
     pub(crate) own_counts: Counters,
@@ -389,6 +397,7 @@ impl RrxeQp {
             sq_drained_event: Atomic::new(false),
             access_err_event: Atomic::new(false),
             tx_ready: Atomic::new(false),
+            go_on_due: Atomic::new(false),
             own_counts: Counters::new(),
             index,
             uid,
@@ -413,7 +422,7 @@ impl RrxeQp {
         let producer = st.sq.producer();
         while let Some(wr_id) = st.sq.head_before(producer) {
             if budget == 0 {
-                return qp.kick();
+                return Self::go_on(qp);
             }
             budget -= 1;
             // Zero, `IB_WC_SEND`, whatever the WQE was, as the C driver
@@ -429,7 +438,7 @@ impl RrxeQp {
             let producer = rq.producer();
             while let Some(wr_id) = rq.head_before(producer) {
                 if budget == 0 {
-                    return qp.kick();
+                    return Self::go_on(qp);
                 }
                 budget -= 1;
                 let w = flush_wc(qp, wr_id, WcOpcode::Recv);
@@ -438,6 +447,30 @@ impl RrxeQp {
                 }
                 rq.advance();
             }
+        }
+    }
+
+    /// Goes on with a run that reached [`MAX_WQES_PER_RUN`] from the QP's
+    /// sleepable work, in process context, one run per call: there the
+    /// scheduler may run a waiting task between two runs. Going on from
+    /// the kick instead chained runs in one softirq (the BH workqueue
+    /// runs up to 10 items a turn whatever `need_resched()` says, and its
+    /// 2 ms limit counts jiffies, which miss ticks while interrupts are
+    /// off): behind a 2^16-WQE ring of failing UD sends a real-time thread
+    /// of the CPU waited up to 136 ms (the hostile-user suite's
+    /// doorbell-ud, 120–150 ms of host time on the debug kernel).
+    pub(crate) fn go_on(qp: &Qp<Rrxe>) {
+        qp.go_on_due.store(true, Release);
+        qp.queue_sleepable();
+    }
+
+    /// The sleepable work's part: one more run, with bottom halves off as
+    /// in the kick (the completion handlers it calls expect softirq
+    /// context, as a device's interrupt would give them).
+    pub(crate) fn go_on_run(qp: &Qp<Rrxe>) {
+        if qp.go_on_due.xchg(false, Acquire) {
+            let _bh = BhDisabled::new();
+            Self::kick(qp);
         }
     }
 
