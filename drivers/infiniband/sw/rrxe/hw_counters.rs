@@ -89,7 +89,8 @@ pub(crate) enum Counter {
     /// unacknowledged (each time it stopped).
     ReqWindowFull,
     /// The requester stopped with its QP's transmit credit used up: too
-    /// many of its packets not yet freed by the network device.
+    /// many of its packets not yet freed by the network device, or of the
+    /// device's QPs together (the transmit share).
     ReqCreditStall,
     /// ACKs, NAKs and RNR NAKs sent by RC responders.
     SentAcks,

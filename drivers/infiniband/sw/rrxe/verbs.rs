@@ -4,6 +4,7 @@
 
 //! The device operations of rrxe.
 
+use crate::net::skbuff::TxShare;
 use crate::proto::pma;
 use crate::rdma::{
     access::AccessFlags,
@@ -74,6 +75,7 @@ use crate::rdma::{
 };
 use kernel::{
     prelude::*,
+    sync::Arc,
     ThisModule, //
 };
 
@@ -439,6 +441,10 @@ impl Driver for Rrxe {
 
     fn qp_kick(qp: &Qp<Self>) {
         RrxeQp::kick(qp);
+    }
+
+    fn tx_share(dev: &Device<Self>) -> Option<&Arc<TxShare>> {
+        Some(&dev.tx_share)
     }
 
     fn qp_sleepable(qp: &Qp<Self>) {
