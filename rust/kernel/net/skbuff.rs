@@ -518,9 +518,6 @@ pub fn xmit_udp_charged<T: TxOwner>(net: &Namespace, skb: SkBuff, owner: &T) -> 
         return Err(EBUSY);
     }
     credit.shared.in_flight.fetch_add(1, Full);
-    if let Some(share) = &credit.shared.share {
-        share.in_flight.fetch_add(1, Relaxed);
-    }
     // The reference the skb owns, given back by `tx_destructor`, which finds the state through
     // the socket's `sk_user_data` (the same address).
     let _ = Arc::into_raw(credit.shared.clone());
@@ -555,15 +552,16 @@ unsafe extern "C" fn tx_destructor(skb: *mut bindings::sk_buff) {
     let state = unsafe { bindings::skb_tx_owner(skb) }.cast::<CreditState>();
     // SAFETY: The skb owns this reference, made by `Arc::into_raw` in `xmit_udp_charged`.
     let state = unsafe { Arc::from_raw(state) };
-    if let Some(share) = &state.share {
-        // Full: against a credit that queues up and then looks at the count (`TxShare::wait`).
-        share.in_flight.fetch_sub(1, Full);
-        share.wake_next();
-    }
     let left = state.in_flight.fetch_sub(1, Full).wrapping_sub(1);
     if left < TxCredit::LOW_WATER && state.blocked.load(Relaxed) && state.blocked.xchg(false, Full)
     {
-        state.wake();
+        // Under the lock: `TxCredit::detach` waits for it, so the owner is alive while named.
+        let owner = state.owner.lock();
+        if let Some(w) = *owner {
+            // SAFETY: `w` was made by `TxCredit::bind` for its owner, which is alive until
+            // `detach` clears it (the safety requirement of `bind`), and `detach` takes this lock.
+            unsafe { (w.wake)(w.owner) };
+        }
     }
     // The skb's reference; possibly the last one (then the state is freed: `kfree` only).
     drop(state);
@@ -623,13 +621,6 @@ struct CreditState {
     in_flight: Atomic<u32>,
     /// A producer stopped for want of credit and waits to be woken.
     blocked: Atomic<bool>,
-    /// In its device's share's wait list ([`TxShare`]).
-    share_blocked: Atomic<bool>,
-    /// Detached ([`TxCredit::detach`]): not to be put in the wait list
-    /// again (written and read under the share's lock).
-    detached: Atomic<bool>,
-    /// The device's share the credit's packets also count in.
-    share: Option<Arc<TxShare>>,
     /// The owner to wake, from [`TxCredit::bind`] until [`TxCredit::detach`].
     #[pin]
     owner: SpinLockIrq<Option<Waker>>,
@@ -639,21 +630,6 @@ struct CreditState {
 impl PinnedDrop for CreditState {
     fn drop(self: Pin<&mut Self>) {
         LIVE_STATES.fetch_sub(1, Release);
-    }
-}
-
-impl CreditState {
-    /// Wakes the owner; `false` if it is detached.
-    fn wake(&self) -> bool {
-        // Under the lock: `TxCredit::detach` waits for it, so the owner is alive while named.
-        let owner = self.owner.lock();
-        let Some(w) = *owner else {
-            return false;
-        };
-        // SAFETY: `w` was made by `TxCredit::bind` for its owner, which is alive until `detach`
-        // clears it (the safety requirement of `bind`), and `detach` takes this lock.
-        unsafe { (w.wake)(w.owner) };
-        true
     }
 }
 
@@ -707,29 +683,12 @@ impl TxCredit {
     ///
     /// `ENOMEM`, and the errors of `sock_create_kern`.
     pub fn new() -> Result<Self> {
-        Self::new_in(None)
-    }
-
-    /// Creates a credit whose packets also count in `share`, the transmit
-    /// share of the owner's device: see [`TxCredit::may_send`]. Sleeps.
-    ///
-    /// # Errors
-    ///
-    /// As [`TxCredit::new`].
-    pub fn new_shared(share: &Arc<TxShare>) -> Result<Self> {
-        Self::new_in(Some(share.clone()))
-    }
-
-    fn new_in(share: Option<Arc<TxShare>>) -> Result<Self> {
         LIVE_STATES.fetch_add(1, Relaxed);
         // Counted before it exists: its drop (here too, on failure) takes the count back.
         let shared = Arc::pin_init(
             pin_init!(CreditState {
                 in_flight: Atomic::new(0),
                 blocked: Atomic::new(false),
-                share_blocked: Atomic::new(false),
-                detached: Atomic::new(false),
-                share,
                 owner <- new_spinlock_irq!(None, "TxCredit::owner"),
             }),
             GFP_KERNEL,
@@ -790,9 +749,6 @@ impl TxCredit {
     /// released, waking nobody. Any context but hard-irq.
     pub fn detach(&self) {
         *self.shared.owner.lock() = None;
-        if let Some(share) = &self.shared.share {
-            share.leave(&self.shared);
-        }
     }
 
     /// Skbs charged and not yet freed.
@@ -804,37 +760,17 @@ impl TxCredit {
     /// built and not yet handed to the stack: fewer than
     /// [`TxCredit::HIGH_WATER`] in all. On `false` the owner is woken once
     /// credit comes back (or [`TxCredit::take_wake`] says so).
-    ///
-    /// A credit made with [`TxCredit::new_shared`] also stops while its
-    /// device's share is used up ([`TxShare::HIGH_WATER`]): it waits in
-    /// the share's list, and the owners in it are woken one at a time as
-    /// room comes back, so that none starves (see [`TxShare`] for the
-    /// order).
     pub fn may_send(&self, queued: usize) -> bool {
         // CAST: a queue length; saturates far above the marks.
         let queued = u32::try_from(queued).unwrap_or(u32::MAX);
-        let own = self.in_flight().saturating_add(queued);
-        if own >= Self::HIGH_WATER {
-            // Full barrier between setting the flag and reading the count, as between the
-            // count's decrement and reading the flag in the destructor: one of the two sees
-            // the other.
-            self.shared.blocked.xchg(true, Full);
-            // A destructor that ran before the flag was set did not wake us: look again.
-            return self.shared.in_flight.load(Relaxed).saturating_add(queued) < Self::HIGH_WATER;
-        }
-        let Some(share) = &self.shared.share else {
-            return true;
-        };
-        if share.room(queued) {
+        if self.in_flight().saturating_add(queued) < Self::HIGH_WATER {
             return true;
         }
-        // In the wait list once; if it cannot be (detached, or no memory), it sends.
-        if !self.shared.share_blocked.xchg(true, Full) && !share.wait(&self.shared) {
-            self.shared.share_blocked.store(false, Relaxed);
-            return true;
-        }
-        // A destructor that looked at the list before it was in there did not wake it.
-        share.room(queued)
+        // Full barrier between setting the flag and reading the count, as between the count's
+        // decrement and reading the flag in the destructor: one of the two sees the other.
+        self.shared.blocked.xchg(true, Full);
+        // A destructor that ran before the flag was set did not wake us: look again.
+        self.shared.in_flight.load(Relaxed).saturating_add(queued) < Self::HIGH_WATER
     }
 
     /// For a sender that just handed its queue over: whether a stopped
@@ -860,150 +796,6 @@ impl Drop for TxCredit {
         // SAFETY: The socket is ours (type invariant) and released only here; its `sk_user_data`
         // stays as it is, and the skbs' own references keep the `struct sock` alive.
         unsafe { bindings::sock_release(self.sock.as_ptr()) };
-    }
-}
-
-/// The transmit share of a device: how many skbs the credits made with
-/// [`TxCredit::new_shared`] have in the IP stack together.
-///
-/// A credit that stops with packets in flight is woken before those that
-/// stopped with none: its peer's acknowledge timer is running (a message
-/// half sent), where theirs is not. Woken in the order they stopped
-/// instead, 256 RC QPs each sent a packet, then waited behind everyone's
-/// burst longer than their timeout and retransmitted (494 retries in a
-/// 2-round `make bench` of 64 KiB WRITEs).
-///
-/// Each credit stops at [`TxCredit::HIGH_WATER`] of its own, so without a
-/// share many owners together may queue far more than a netdev's queue
-/// holds (`txqueuelen`, 1000 packets by default), and its overflow drops
-/// packets that the transport must retransmit: 64 RC QPs streaming
-/// through one device lost 4,445 frames at eth0's qdisc in `make bench`,
-/// 256 QPs 5,926 (2026-12-07).
-#[pin_data]
-pub struct TxShare {
-    in_flight: Atomic<u32>,
-    /// How many credits are in `waiters`: lets a destructor skip the lock.
-    waiting: Atomic<u32>,
-    /// The credits stopped by the share, in the order they stopped. Each
-    /// is in it once at most (its `share_blocked` flag) and leaves it when
-    /// woken or detached, so that no reference cycle (a state holds its
-    /// share) outlives the credits.
-    #[pin]
-    waiters: SpinLockIrq<Waiters>,
-}
-
-/// The wait list of a [`TxShare`]: first the credits that stopped with
-/// packets in flight, in the order they stopped, then those that stopped
-/// with none.
-struct Waiters {
-    list: KVec<Arc<CreditState>>,
-    /// How many at the head had packets in flight.
-    resuming: usize,
-}
-
-impl TxShare {
-    /// The device's skbs in flight from which a credit stops: half of a
-    /// netdev's default queue, room for others' traffic beside.
-    pub const HIGH_WATER: u32 = 512;
-
-    /// Creates a share with nothing in flight.
-    ///
-    /// # Errors
-    ///
-    /// `ENOMEM`.
-    pub fn new() -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(Self {
-                in_flight: Atomic::new(0),
-                waiting: Atomic::new(0),
-                waiters <- new_spinlock_irq!(
-                    Waiters {
-                        list: KVec::new(),
-                        resuming: 0,
-                    },
-                    "TxShare::waiters"
-                ),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Skbs of the device's credits in the IP stack.
-    pub fn in_flight(&self) -> u32 {
-        self.in_flight.load(Relaxed)
-    }
-
-    /// Credits waiting for room.
-    pub fn waiting(&self) -> u32 {
-        self.waiting.load(Relaxed)
-    }
-
-    /// Whether `queued` more packets fit below the high-water mark.
-    fn room(&self, queued: u32) -> bool {
-        self.in_flight().saturating_add(queued) < Self::HIGH_WATER
-    }
-
-    /// Puts `state` at the end of the wait list; `false` if it is detached
-    /// or there is no memory (then it is not in the list).
-    fn wait(&self, state: &Arc<CreditState>) -> bool {
-        let mut w = self.waiters.lock();
-        if state.detached.load(Relaxed) || w.list.reserve(1, GFP_ATOMIC).is_err() {
-            return false;
-        }
-        let at = if state.in_flight.load(Relaxed) > 0 {
-            w.resuming += 1;
-            w.resuming - 1
-        } else {
-            w.list.len()
-        };
-        if w.list.insert_within_capacity(at, state.clone()).is_err() {
-            // Reserved above, and `at` is at most the length.
-            return false;
-        }
-        // Full: against a destructor that counts a packet back and then looks here.
-        self.waiting.fetch_add(1, Full);
-        true
-    }
-
-    /// Takes `state` out of the wait list for good (its credit is detached).
-    fn leave(&self, state: &Arc<CreditState>) {
-        let mut w = self.waiters.lock();
-        state.detached.store(true, Relaxed);
-        state.share_blocked.store(false, Relaxed);
-        // In the list once at most.
-        let Some(at) = w.list.iter().position(|s| Arc::ptr_eq(s, state)) else {
-            return;
-        };
-        if at < w.resuming {
-            w.resuming -= 1;
-        }
-        // Not the last reference: `state`'s credit holds one.
-        let _ = w.list.remove(at);
-        self.waiting.fetch_sub(1, Relaxed);
-    }
-
-    /// Wakes the credit that waited longest, if there is room: one a freed
-    /// packet, so that the woken one takes the room before the next is.
-    fn wake_next(&self) {
-        while self.waiting.load(Relaxed) != 0 && self.room(0) {
-            let next = {
-                let mut w = self.waiters.lock();
-                if w.list.is_empty() {
-                    return;
-                }
-                self.waiting.fetch_sub(1, Relaxed);
-                w.resuming = w.resuming.saturating_sub(1);
-                w.list.remove(0).ok()
-            };
-            let Some(next) = next else {
-                return;
-            };
-            next.share_blocked.store(false, Release);
-            // A detached owner took no room: the next one is woken instead.
-            if next.wake() {
-                return;
-            }
-        }
     }
 }
 
@@ -1374,83 +1166,6 @@ mod tests {
         assert_eq!(a.wakes.load(Acquire), 1);
         assert_eq!(b.wakes.load(Acquire), 0);
         assert_eq!(b.credit.in_flight(), 0);
-        Ok(())
-    }
-
-    /// Two credits of one device's share: a credit stops while the share
-    /// is used up and waits in its list, once; the destructor of any of the
-    /// share's packets wakes the head of the list when there is room, one
-    /// a packet, a credit that stopped with packets in flight before one
-    /// that stopped with none; a detached credit leaves the list; the
-    /// share counts the packets of both and gives them back.
-    #[test]
-    fn shared_loopback() -> Result {
-        let (net, lo) = init_net_lo();
-        let gid = mapped([127, 0, 0, 1]);
-        let Ok(route) = Route::output(net, lo, &gid, &gid) else {
-            return Ok(());
-        };
-        let share = TxShare::new()?;
-        let new_owner = || -> Result<KBox<TestOwner>> {
-            Ok(KBox::new(
-                TestOwner {
-                    wakes: Atomic::new(0),
-                    credit: TxCredit::new_shared(&share)?,
-                },
-                GFP_KERNEL,
-            )?)
-        };
-        let (a, b) = (new_owner()?, new_owner()?);
-        // SAFETY: `a` and `b` live (boxed, not moved) until the end, and their credits, which
-        // detach on drop, are dropped with them.
-        unsafe {
-            a.credit.bind(&*a)?;
-            b.credit.bind(&*b)?;
-        }
-        let packet = || -> Result<SkBuff> {
-            let mut skb = SkBuff::alloc_udp(lo, &route, 16)?;
-            skb.push_udp_ip(&route, &hdr(gid, gid))?;
-            Ok(skb)
-        };
-        let wakes = || (a.wakes.load(Acquire), b.wakes.load(Acquire));
-        assert!(a.credit.may_send(TxCredit::HIGH_WATER as usize - 1));
-        // Others' packets fill the share (`lo` frees ours at once).
-        share.in_flight.store(TxShare::HIGH_WATER - 1, Relaxed);
-        assert!(a.credit.may_send(0));
-        assert!(!a.credit.may_send(1));
-        // `b` stops after `a`, but with a packet in flight (pretended).
-        b.credit.shared.in_flight.store(1, Relaxed);
-        assert!(!b.credit.may_send(1));
-        b.credit.shared.in_flight.store(0, Relaxed);
-        assert!(!a.credit.may_send(1));
-        assert_eq!(share.waiting(), 2);
-        // No room after a packet is freed: nobody is woken.
-        share.in_flight.store(TxShare::HIGH_WATER, Relaxed);
-        xmit_udp_charged(net, packet()?, &*a)?;
-        assert!(drained(&a));
-        assert_eq!(share.in_flight(), TxShare::HIGH_WATER);
-        assert_eq!(wakes(), (0, 0));
-        // Room: `b` first, then `a`, one a packet.
-        share.in_flight.store(TxShare::HIGH_WATER - 1, Relaxed);
-        xmit_udp_charged(net, packet()?, &*a)?;
-        assert!(drained(&a));
-        assert_eq!(wakes(), (0, 1));
-        assert_eq!(share.waiting(), 1);
-        xmit_udp_charged(net, packet()?, &*b)?;
-        assert!(drained(&b));
-        assert_eq!(wakes(), (1, 1));
-        assert_eq!(share.waiting(), 0);
-        assert_eq!(share.in_flight(), TxShare::HIGH_WATER - 1);
-        // A detached credit leaves the list and is not put in it again.
-        share.in_flight.store(TxShare::HIGH_WATER, Relaxed);
-        assert!(!a.credit.may_send(0));
-        assert_eq!(share.waiting(), 1);
-        a.credit.detach();
-        assert_eq!(share.waiting(), 0);
-        assert!(a.credit.may_send(0));
-        assert_eq!(share.waiting(), 0);
-        share.in_flight.store(0, Relaxed);
-        assert!(b.credit.may_send(TxCredit::HIGH_WATER as usize - 1));
         Ok(())
     }
 

@@ -5,10 +5,7 @@
 //! Per-device state of an rrxe device.
 
 use crate::{
-    net::{
-        self,
-        skbuff::TxShare, //
-    },
+    net,
     rdma::{
         attr::DeviceAttr,
         port::Mtu,
@@ -24,7 +21,6 @@ use kernel::{
         Atomic,
         Relaxed, //
     }, //
-    sync::Arc,
     sync::Mutex,
 };
 
@@ -70,9 +66,6 @@ pub(crate) struct RrxeDev {
     /// Packets to a QP of this host being delivered now, nested or on
     /// other CPUs ([`super::tx::send_queued`]).
     pub(crate) local_deliveries: Atomic<u32>,
-    /// The transmit share of the device's QPs: how many of their packets
-    /// the IP stack holds together, kept below what eth0's queue holds.
-    pub(crate) tx_share: Arc<TxShare>,
     /// Source of the GUIDs and of `query_gid`: the net device's MAC, or a
     /// random locally administered address for net devices without one.
     raw_gid: [u8; ETH_ALEN],
@@ -139,7 +132,6 @@ impl RrxeDev {
             next_qp_uid: Atomic::new(1),
             gsi_created: Atomic::new(false),
             local_deliveries: Atomic::new(0),
-            tx_share: TxShare::new()?,
             raw_gid,
             attr: param::device_attr(guid),
             sys_image_guid: Atomic::new(guid.to_be64_raw()),

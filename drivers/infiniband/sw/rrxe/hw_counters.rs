@@ -89,8 +89,7 @@ pub(crate) enum Counter {
     /// unacknowledged (each time it stopped).
     ReqWindowFull,
     /// The requester stopped with its QP's transmit credit used up: too
-    /// many of its packets not yet freed by the network device, or of the
-    /// device's QPs together (the transmit share).
+    /// many of its packets not yet freed by the network device.
     ReqCreditStall,
     /// ACKs, NAKs and RNR NAKs sent by RC responders.
     SentAcks,

@@ -18,13 +18,7 @@
 //! queued reach the high-water mark, and resume from the QP's kick once
 //! fewer than the low-water mark are left, so that a QP never floods the
 //! netdev's queue (whose overflow drops packets, which then cost
-//! retransmissions). The credits of a device's QPs also count in its
-//! transmit share ([`RrxeDev::tx_share`]): while the QPs together have its
-//! high-water mark in flight, a QP with a couple of packets of its own in
-//! flight stops too, and each of them freed lets it send one more, so that
-//! many QPs together do not flood that queue either.
-//!
-//! [`RrxeDev::tx_share`]: super::device::RrxeDev
+//! retransmissions).
 
 use crate::{
     net::{
@@ -196,11 +190,8 @@ fn proto_err(_: proto::Error) -> Error {
 }
 
 /// Whether the transport may build another packet for `qp`: fewer than
-/// the high-water mark in flight and queued together, and room in the
-/// device's transmit share ([`TxCredit::may_send`]). On `false` the QP is
-/// kicked when credit comes back (`req_credit_stall` counts both kinds).
-///
-/// [`TxCredit::may_send`]: crate::net::skbuff::TxCredit::may_send
+/// the high-water mark in flight and queued together. On `false` the QP is
+/// kicked when credit comes back.
 pub(crate) fn tx_room(qp: &Qp<Rrxe>) -> bool {
     qp.tx_credit().may_send(qp.txq.len())
 }

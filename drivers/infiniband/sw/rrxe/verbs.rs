@@ -4,7 +4,6 @@
 
 //! The device operations of rrxe.
 
-use crate::net::skbuff::TxShare;
 use crate::proto::pma;
 use crate::rdma::{
     access::AccessFlags,
@@ -75,7 +74,6 @@ use crate::rdma::{
 };
 use kernel::{
     prelude::*,
-    sync::Arc,
     ThisModule, //
 };
 
@@ -441,10 +439,6 @@ impl Driver for Rrxe {
 
     fn qp_kick(qp: &Qp<Self>) {
         RrxeQp::kick(qp);
-    }
-
-    fn tx_share(dev: &Device<Self>) -> Option<&Arc<TxShare>> {
-        Some(&dev.tx_share)
     }
 
     fn qp_sleepable(qp: &Qp<Self>) {

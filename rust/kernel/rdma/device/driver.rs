@@ -7,7 +7,6 @@ use super::{
     Device,
     Devices, //
 };
-use crate::net::skbuff::TxShare;
 use crate::rdma::{
     access::AccessFlags,
     ah::{
@@ -69,7 +68,6 @@ use crate::rdma::{
 use kernel::{
     error::VTABLE_DEFAULT_ERROR,
     prelude::*,
-    sync::Arc,
     ThisModule, //
 };
 
@@ -359,14 +357,6 @@ pub trait Driver: Sized + 'static {
     /// The kick of `qp` ([`Qp::kick`]) runs: in softirq, with interrupts
     /// enabled; the QP is alive for the call.
     fn qp_kick(_qp: &Qp<Self>) {}
-
-    /// The transmit share of `dev` that its QPs' transmit credits count in
-    /// ([`TxCredit::new_shared`]), or `None` for credits of their own only.
-    ///
-    /// [`TxCredit::new_shared`]: crate::net::skbuff::TxCredit::new_shared
-    fn tx_share(_dev: &Device<Self>) -> Option<&Arc<TxShare>> {
-        None
-    }
 
     /// The sleepable work of `qp` ([`Qp::queue_sleepable`]) runs: in
     /// process context, where it may sleep; the QP is alive for the call.

@@ -584,10 +584,7 @@ impl<T: Driver> Qp<T> {
             // Allocated before the driver's `create_qp`, whose side effects (a QPN, counts
             // on the CQs) only its `destroy_qp` undoes: nothing after it may fail but its
             // own initialiser.
-            let credit = match T::tx_share(new.device()) {
-                Some(share) => TxCredit::new_shared(share)?,
-                None => TxCredit::new()?,
-            };
+            let credit = TxCredit::new()?;
             let (dinit, qp_num) = T::create_qp(&new, &mut attr, udata)?;
             let this = Self::container(ptr);
             // SAFETY: `live`, `dying` and the timers are zeroed memory inside the allocation,
