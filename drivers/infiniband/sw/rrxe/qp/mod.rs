@@ -621,7 +621,8 @@ impl RrxeQp {
         }
     }
 
-    /// The QP's kick ([`Qp::kick`]), in softirq with interrupts enabled:
+    /// The QP's kick ([`Qp::kick`]), in softirq with interrupts enabled
+    /// (or from the sleepable work with bottom halves off, [`Self::go_on`]):
     /// resolves the route of the AH a UD WQE waits for, continues the READ
     /// responses and held requests of a connected QP, runs the requester
     /// and sends what is queued; in ERR, goes on flushing. Also run when
